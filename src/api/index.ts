@@ -1,0 +1,3 @@
+export * from "./meta.ts";
+export * from "./schema.ts";
+export * from "./status.ts";

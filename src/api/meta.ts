@@ -1,0 +1,102 @@
+/**
+ * Wire types shared by every layer: the parts of Kubernetes' meta/v1 that every
+ * object carries. Objects are plain JSON; `KubeObject` types the common envelope.
+ */
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export type FieldsV1 = Record<string, unknown>;
+
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: "Apply" | "Update";
+  apiVersion?: string;
+  time?: string;
+  fieldsType?: "FieldsV1";
+  fieldsV1?: FieldsV1;
+  subresource?: string;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+  managedFields?: ManagedFieldsEntry[];
+}
+
+export interface ListMeta {
+  resourceVersion?: string;
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+/** Any API object: apiVersion, kind, metadata, and whatever else its type defines. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [field: string]: unknown;
+}
+
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion: string;
+  kind: string;
+  metadata: ListMeta;
+  items: T[];
+}
+
+/** A condition as in Kubernetes' metav1.Condition. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+/** "v1" for the core group, "group/version" otherwise. */
+export function apiVersionOf(group: string, version: string): string {
+  return group === "" ? version : `${group}/${version}`;
+}
+
+/** Splits an apiVersion ("v1", "apps/v1") into group and version. */
+export function parseApiVersion(apiVersion: string): { group: string; version: string } {
+  const slash = apiVersion.indexOf("/");
+  if (slash < 0) return { group: "", version: apiVersion };
+  return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+/** RFC 3339 timestamp with second precision, as Kubernetes writes metav1.Time. */
+export function nowTimestamp(date: Date = new Date()): string {
+  return `${date.toISOString().slice(0, 19)}Z`;
+}

@@ -1,0 +1,100 @@
+/**
+ * A resource type as the apiserver serves it. Built-in types (src/registry/builtin/)
+ * and custom resources (from CustomResourceDefinitions) are both turned into a
+ * ResourceDefinition and served through the same code path.
+ */
+import type { KubeObject } from "../api/meta.ts";
+import type { Schema } from "../api/schema.ts";
+import type { StatusCause } from "../api/status.ts";
+
+export interface ResourceNames {
+  /** Lower-case plural used in URLs: "configmaps". */
+  plural: string;
+  /** Lower-case singular: "configmap". */
+  singular: string;
+  kind: string;
+  listKind: string;
+  shortNames: string[];
+  categories: string[];
+}
+
+/** A column of `kubectl get` output (Table), computed from the object. */
+export interface PrinterColumn {
+  name: string;
+  /** "string" | "integer" | "number" | "boolean" | "date" */
+  type: string;
+  format?: string;
+  description?: string;
+  /** 0 shows by default; 1 only with `-o wide`. */
+  priority: number;
+  /** JSONPath like ".spec.replicas" (as CRDs declare), or a function for built-ins. */
+  jsonPath?: string;
+  value?: (obj: KubeObject) => unknown;
+}
+
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
+export interface VersionDefinition {
+  name: string;
+  served: boolean;
+  /** Exactly one version of a resource is the storage version. */
+  storage: boolean;
+  deprecated?: boolean;
+  deprecationWarning?: string;
+  /** Schema of the whole object, including apiVersion, kind and metadata. */
+  schema: Schema;
+  /** Whether `/status` is a subresource (then main writes ignore `.status`). */
+  statusSubresource: boolean;
+  scale?: ScaleSubresource;
+  /** Columns for Table output; "Name" and "Age" are added by the server. */
+  printerColumns: PrinterColumn[];
+}
+
+/** Per-type behaviour beyond the schema (Kubernetes' "strategy"). */
+export interface Strategy {
+  /** Fills defaults in place (after schema defaults). */
+  default?(obj: KubeObject): void;
+  /** Extra validation beyond the schema; `old` is set on update. */
+  validate?(obj: KubeObject, old: KubeObject | undefined): StatusCause[];
+  /**
+   * Whether an update without metadata.resourceVersion is allowed (unconditional).
+   * True for most built-in types, false for custom resources.
+   */
+  allowUnconditionalUpdate: boolean;
+  /**
+   * Whether `metadata.generation` moves on changes outside metadata/status.
+   * Every type here tracks generation.
+   */
+  tracksGeneration: boolean;
+  /** Field selectors beyond metadata.name / metadata.namespace: field path → value getter. */
+  selectableFields?: Record<string, (obj: KubeObject) => string | undefined>;
+}
+
+export interface ResourceDefinition {
+  /** "" for the core group. */
+  group: string;
+  names: ResourceNames;
+  namespaced: boolean;
+  versions: VersionDefinition[];
+  strategy: Strategy;
+  /** Fully qualified protobuf message name for request bodies (built-ins only). */
+  protobufMessage?: string;
+  /** Whether this type is defined by a CustomResourceDefinition. */
+  custom: boolean;
+}
+
+/** The storage version of a definition. */
+export function storageVersion(def: ResourceDefinition): VersionDefinition {
+  const v = def.versions.find((x) => x.storage);
+  if (!v) throw new Error(`resource ${def.names.plural}.${def.group} has no storage version`);
+  return v;
+}
+
+/** "configmaps" or "widgets.example.com": the name a resource is known by. */
+export function qualifiedResource(def: ResourceDefinition): string {
+  return def.group ? `${def.names.plural}.${def.group}` : def.names.plural;
+}
