@@ -50,8 +50,14 @@ export interface VersionDefinition {
   /** Whether `/status` is a subresource (then main writes ignore `.status`). */
   statusSubresource: boolean;
   scale?: ScaleSubresource;
-  /** Columns for Table output; "Name" and "Age" are added by the server. */
+  /**
+   * Columns for Table output. The server adds "Name" first (unless a column named
+   * "Name" is declared) and "Age" last (unless one named "Age" is declared or
+   * `ageColumn` is false).
+   */
   printerColumns: PrinterColumn[];
+  /** Whether Table output ends with an Age column (default true; core Events print none). */
+  ageColumn?: boolean;
 }
 
 /** Per-type behaviour beyond the schema (Kubernetes' "strategy"). */
@@ -72,6 +78,42 @@ export interface Strategy {
   tracksGeneration: boolean;
   /** Field selectors beyond metadata.name / metadata.namespace: field path → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string | undefined>;
+  /**
+   * Called once on create, before defaulting and validation: resets what a client
+   * may not set (Kubernetes' PrepareForCreate), e.g. a new Namespace's status.
+   */
+  prepareForCreate?(obj: KubeObject): void;
+  /**
+   * Called on every update of the main resource (PUT, patch, apply), before
+   * defaulting and validation, with the stored object: keeps what only a
+   * subresource may change (Kubernetes' PrepareForUpdate).
+   */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
+}
+
+/** Verbs a resource serves unless its definition says otherwise. */
+export const DEFAULT_VERBS: readonly string[] = [
+  "create",
+  "delete",
+  "deletecollection",
+  "get",
+  "list",
+  "patch",
+  "update",
+  "watch",
+];
+
+/**
+ * A subresource other than status and scale, e.g. `namespaces/finalize`. A write
+ * through it (PUT, or patch when "patch" is among its verbs) stores
+ * `update(body, stored)`.
+ */
+export interface ExtraSubresource {
+  name: string;
+  /** Verbs served on it, as discovery lists them: e.g. ["update"]. */
+  verbs: string[];
+  /** The object to store: `obj` is the decoded request body, `old` the stored object. */
+  update(obj: KubeObject, old: KubeObject): KubeObject;
 }
 
 export interface ResourceDefinition {
@@ -85,6 +127,15 @@ export interface ResourceDefinition {
   protobufMessage?: string;
   /** Whether this type is defined by a CustomResourceDefinition. */
   custom: boolean;
+  /** Verbs on the main resource (default DEFAULT_VERBS); e.g. namespaces have no deletecollection. */
+  verbs?: readonly string[];
+  /** Subresources beyond status and scale. */
+  subresources?: ExtraSubresource[];
+}
+
+/** The verbs a definition serves on its main resource. */
+export function resourceVerbs(def: ResourceDefinition): readonly string[] {
+  return def.verbs ?? DEFAULT_VERBS;
 }
 
 /** The storage version of a definition. */
