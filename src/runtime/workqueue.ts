@@ -1,0 +1,476 @@
+/**
+ * The work queue between event handlers and reconcile workers.
+ *
+ * Guarantees:
+ * - A key waiting in the queue is held once: adding it again collapses.
+ * - A key is never handed to two workers at once. A key added while a worker
+ *   holds it is remembered and handed out once more after `done`, however many
+ *   times it was added meanwhile.
+ * - `addRateLimited` (a failure) asks the rate limiter for a delay and sets the
+ *   key's backoff gate: the key is not handed out before the gate, whatever else
+ *   is added meanwhile. Plain `add`s during a backoff neither count as failures nor
+ *   bring the retry forward. `forget` (a success) resets the failure count.
+ * - `addAfter` (a "look again in T") is not a failure and does not touch the
+ *   count; an earlier `add` brings such a key forward (unless a backoff holds it).
+ * - Fair ordering. Ready keys wait in two FIFO lanes: `initial` (keys from an
+ *   informer's initial list or a resync) and `live` (everything else: fresh
+ *   events, retries, requeues). When both lanes hold keys, `get` serves them
+ *   alternately, so a huge initial list delays a fresh change by at most one
+ *   initial key per live key ahead of it, and the initial list still makes
+ *   progress under a stream of live events. A live add of a key waiting in the
+ *   initial lane moves it to the live lane.
+ * - Shutdown: `shutDown` stops handing out keys (pending and future `get`s return
+ *   undefined) and ignores adds; `drain` waits for the keys in flight to be done.
+ *
+ * Memory: keys collapse, so the queue holds at most one entry per distinct key
+ * (roughly 250 bytes plus the key string, plus one heap slot per delayed key);
+ * it needs no depth bound beyond the number of objects watched.
+ */
+import { type Clock, realClock, type TimerHandle } from "./clock.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "./ratelimiter.ts";
+
+/** Which ready lane a key waits in (see the module doc). */
+export type Lane = "live" | "initial";
+
+export interface AddOptions {
+  /** `initial` for keys from an initial list or a resync; `live` (default) otherwise. */
+  lane?: Lane;
+}
+
+/** Observations the queue reports; `metrics.ts` turns them into Prometheus series. */
+export interface QueueMetricsSink {
+  /** A key entered the queue (it was not already waiting or pending). */
+  added(): void;
+  /** The number of keys ready for a worker changed. */
+  depth(n: number): void;
+  /** A key waited `ms` between becoming ready and being handed out. */
+  queued(ms: number): void;
+  /** A worker held a key for `ms`. */
+  worked(ms: number): void;
+  /** A failure was recorded by `addRateLimited`. */
+  retried(): void;
+}
+
+export interface WorkQueueOptions {
+  /** Backoff for `addRateLimited`; `defaultControllerRateLimiter()` by default. */
+  rateLimiter?: RateLimiter;
+  clock?: Clock;
+  metrics?: QueueMetricsSink;
+}
+
+/**
+ * Rescheduling a delayed key leaves a stale slot in the delay heap until it
+ * surfaces; the heap is rebuilt when it holds more than this many slots per key
+ * (plus HEAP_SLACK_MIN), which bounds it to O(keys).
+ */
+const HEAP_SLACK_FACTOR = 2;
+const HEAP_SLACK_MIN = 1024;
+
+type Phase = "ready" | "waiting" | "processing";
+
+interface Entry {
+  phase: Phase;
+  lane: Lane;
+  /** When the key became (or becomes, if waiting) ready. */
+  readyAt: number;
+  /** Backoff gate: the key is not handed out before this time. */
+  gate: number;
+  /** Bumped when a waiting entry is rescheduled; stale heap slots are skipped. */
+  version: number;
+  /** While processing: when the key must run again, if it was re-added. */
+  pendingAt?: number;
+  pendingLane?: Lane;
+  startedAt: number;
+}
+
+interface HeapSlot {
+  at: number;
+  key: string;
+  version: number;
+}
+
+/** A binary min-heap of delayed keys ordered by time. */
+class DelayHeap {
+  private readonly slots: HeapSlot[] = [];
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  peek(): HeapSlot | undefined {
+    return this.slots[0];
+  }
+
+  push(slot: HeapSlot): void {
+    const s = this.slots;
+    s.push(slot);
+    let i = s.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (s[p].at <= s[i].at) break;
+      [s[p], s[i]] = [s[i], s[p]];
+      i = p;
+    }
+  }
+
+  pop(): HeapSlot | undefined {
+    const s = this.slots;
+    const top = s[0];
+    const last = s.pop();
+    if (s.length > 0 && last) {
+      s[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < s.length && s[l].at < s[m].at) m = l;
+        if (r < s.length && s[r].at < s[m].at) m = r;
+        if (m === i) break;
+        [s[m], s[i]] = [s[i], s[m]];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  clear(): void {
+    this.slots.length = 0;
+  }
+}
+
+interface Waiter {
+  resolve(key: string | undefined): void;
+  signal?: AbortSignal;
+  onAbort?: () => void;
+}
+
+/** A work queue of string keys with collapse, per-key backoff and fair lanes. */
+export class WorkQueue {
+  readonly rateLimiter: RateLimiter;
+  private readonly clock: Clock;
+  private readonly metrics?: QueueMetricsSink;
+  private readonly entries = new Map<string, Entry>();
+  /** Ready keys per lane, in insertion (FIFO) order. */
+  private readonly lanes: Record<Lane, Set<string>> = { live: new Set(), initial: new Set() };
+  private lastServed: Lane = "initial";
+  private readonly delayed = new DelayHeap();
+  private timer: TimerHandle | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private readonly waiters: Waiter[] = [];
+  private processingCount = 0;
+  private drainWaiters: (() => void)[] = [];
+  private shutdown = false;
+
+  constructor(opts: WorkQueueOptions = {}) {
+    this.clock = opts.clock ?? realClock;
+    this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter({ clock: this.clock });
+    this.metrics = opts.metrics;
+  }
+
+  /** Adds `key` to be handed out as soon as a worker is free (and no backoff holds it). */
+  add(key: string, opts: AddOptions = {}): void {
+    this.schedule(key, this.clock.now(), opts.lane ?? "live");
+  }
+
+  /** Adds `key` to be handed out after `delayMs` (or earlier, if added sooner). Not a failure. */
+  addAfter(key: string, delayMs: number, opts: AddOptions = {}): void {
+    this.schedule(key, this.clock.now() + Math.max(0, delayMs), opts.lane ?? "live");
+  }
+
+  /**
+   * Records a failure of `key` and adds it back after the rate limiter's delay.
+   * The delay is a floor: nothing brings the key forward past it.
+   */
+  addRateLimited(key: string, opts: AddOptions = {}): void {
+    if (this.shutdown) return;
+    const now = this.clock.now();
+    const gate = now + this.rateLimiter.when(key);
+    this.metrics?.retried();
+    this.schedule(key, gate, opts.lane ?? "live", gate);
+  }
+
+  /** Clears `key`'s failure count (call after a success). A scheduled retry stays scheduled. */
+  forget(key: string): void {
+    this.rateLimiter.forget(key);
+  }
+
+  /** Failures of `key` recorded since it was last forgotten. */
+  numRequeues(key: string): number {
+    return this.rateLimiter.retries(key);
+  }
+
+  /**
+   * Hands out the next ready key, waiting for one if none is ready. Resolves to
+   * undefined when the queue shuts down or `signal` aborts. The caller must call
+   * `done(key)` when it has finished with the key.
+   */
+  get(signal?: AbortSignal): Promise<string | undefined> {
+    const key = this.tryGet();
+    if (key !== undefined || this.shutdown || signal?.aborted) return Promise.resolve(key);
+    return new Promise((resolve) => {
+      const waiter: Waiter = { resolve, signal };
+      if (signal) {
+        waiter.onAbort = () => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) this.waiters.splice(i, 1);
+          resolve(undefined);
+        };
+        signal.addEventListener("abort", waiter.onAbort, { once: true });
+      }
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Hands out the next ready key without waiting, or undefined if none is ready. */
+  tryGet(): string | undefined {
+    if (this.shutdown) return undefined;
+    this.promoteDue();
+    const lane = this.nextLane();
+    if (!lane) return undefined;
+    const set = this.lanes[lane];
+    const key = set.values().next().value as string;
+    set.delete(key);
+    this.lastServed = lane;
+    const e = this.entries.get(key)!;
+    const now = this.clock.now();
+    e.phase = "processing";
+    e.startedAt = now;
+    this.processingCount++;
+    this.metrics?.queued(now - e.readyAt);
+    this.metrics?.depth(this.len());
+    return key;
+  }
+
+  /** Marks `key` finished; if it was re-added meanwhile it is scheduled again. */
+  done(key: string): void {
+    const e = this.entries.get(key);
+    if (e?.phase !== "processing") return;
+    const now = this.clock.now();
+    this.metrics?.worked(now - e.startedAt);
+    this.processingCount--;
+    if (e.pendingAt !== undefined && !this.shutdown) {
+      const at = Math.max(e.pendingAt, e.gate);
+      e.lane = e.pendingLane ?? "live";
+      e.pendingAt = undefined;
+      e.pendingLane = undefined;
+      this.place(key, e, at);
+    } else {
+      this.entries.delete(key);
+    }
+    if (this.processingCount === 0 && this.drainWaiters.length > 0) {
+      const ws = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const w of ws) w();
+    }
+  }
+
+  /** Keys ready for a worker now (the `workqueue_depth` figure). */
+  len(): number {
+    return this.lanes.live.size + this.lanes.initial.size;
+  }
+
+  /** Distinct keys the queue holds: ready, delayed or in flight. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Keys currently held by workers. */
+  get inFlight(): number {
+    return this.processingCount;
+  }
+
+  /** Whether `key` is ready, delayed or in flight. */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
+  /** When `key` will next be ready (clock ms), or undefined if it is not scheduled. */
+  scheduledAt(key: string): number | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (e.phase === "processing") {
+      return e.pendingAt === undefined ? undefined : Math.max(e.pendingAt, e.gate);
+    }
+    return e.readyAt;
+  }
+
+  /** For metrics: total and longest time (ms) the keys in flight have been held. */
+  inFlightTimes(): { totalMs: number; longestMs: number } {
+    const now = this.clock.now();
+    let totalMs = 0;
+    let longestMs = 0;
+    if (this.processingCount === 0) return { totalMs, longestMs };
+    for (const e of this.entries.values()) {
+      if (e.phase !== "processing") continue;
+      const ms = now - e.startedAt;
+      totalMs += ms;
+      if (ms > longestMs) longestMs = ms;
+    }
+    return { totalMs, longestMs };
+  }
+
+  get shuttingDown(): boolean {
+    return this.shutdown;
+  }
+
+  /** Stops handing out keys: waiting `get`s resolve to undefined, adds are ignored. */
+  shutDown(): void {
+    if (this.shutdown) return;
+    this.shutdown = true;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const ws = this.waiters.splice(0);
+    for (const w of ws) {
+      if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
+      w.resolve(undefined);
+    }
+  }
+
+  /** Resolves when no key is in flight. */
+  drain(): Promise<void> {
+    if (this.processingCount === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** Shuts down and waits for the keys in flight to be done. */
+  async shutDownWithDrain(): Promise<void> {
+    this.shutDown();
+    await this.drain();
+  }
+
+  /**
+   * Schedules `key` at `at`, merged with any existing schedule by taking the
+   * earlier time, and never before the key's backoff gate.
+   */
+  private schedule(key: string, at: number, lane: Lane, gate = 0): void {
+    if (this.shutdown) return;
+    const e = this.entries.get(key);
+    if (!e) {
+      const entry: Entry = { phase: "waiting", lane, readyAt: at, gate, version: 0, startedAt: 0 };
+      this.entries.set(key, entry);
+      this.metrics?.added();
+      this.place(key, entry, Math.max(at, gate));
+      return;
+    }
+    e.gate = Math.max(e.gate, gate);
+    if (e.phase === "processing") {
+      if (e.pendingAt === undefined) {
+        e.pendingAt = Math.max(at, e.gate);
+        e.pendingLane = lane;
+        this.metrics?.added();
+      } else {
+        e.pendingAt = Math.max(Math.min(e.pendingAt, at), e.gate);
+        if (lane === "live") e.pendingLane = "live";
+      }
+      return;
+    }
+    const target = Math.max(Math.min(e.readyAt, at), e.gate);
+    const promote = lane === "live" && e.lane === "initial";
+    if (e.phase === "ready") {
+      if (target > e.readyAt) {
+        // A failure pushed a ready key back behind its backoff.
+        this.lanes[e.lane].delete(key);
+        if (promote) e.lane = "live";
+        this.place(key, e, target);
+        this.metrics?.depth(this.len());
+      } else if (promote) {
+        this.lanes.initial.delete(key);
+        e.lane = "live";
+        this.lanes.live.add(key);
+      }
+      return;
+    }
+    // waiting
+    if (promote) e.lane = "live";
+    if (target !== e.readyAt) this.place(key, e, target);
+  }
+
+  /** Puts a non-processing entry in a ready lane (if due) or the delay heap. */
+  private place(key: string, e: Entry, at: number): void {
+    const now = this.clock.now();
+    e.readyAt = at;
+    e.version++;
+    if (at <= now) {
+      e.phase = "ready";
+      e.readyAt = now;
+      this.lanes[e.lane].add(key);
+      this.metrics?.depth(this.len());
+      this.wake();
+    } else {
+      e.phase = "waiting";
+      this.delayed.push({ at, key, version: e.version });
+      if (this.delayed.size > HEAP_SLACK_FACTOR * this.entries.size + HEAP_SLACK_MIN) {
+        this.compactHeap();
+      }
+      this.armTimer();
+    }
+  }
+
+  /** Rebuilds the delay heap from the live schedules, dropping stale slots. */
+  private compactHeap(): void {
+    this.delayed.clear();
+    for (const [key, e] of this.entries) {
+      if (e.phase === "waiting") this.delayed.push({ at: e.readyAt, key, version: e.version });
+    }
+  }
+
+  /** Moves delayed keys whose time has come into their ready lanes. */
+  private promoteDue(): void {
+    const now = this.clock.now();
+    let moved = false;
+    for (let top = this.delayed.peek(); top && top.at <= now; top = this.delayed.peek()) {
+      this.delayed.pop();
+      const e = this.entries.get(top.key);
+      if (e?.phase !== "waiting" || e.version !== top.version) continue;
+      e.phase = "ready";
+      e.readyAt = top.at;
+      this.lanes[e.lane].add(top.key);
+      moved = true;
+    }
+    if (moved) this.metrics?.depth(this.len());
+  }
+
+  private nextLane(): Lane | undefined {
+    const live = this.lanes.live.size > 0;
+    const initial = this.lanes.initial.size > 0;
+    if (live && initial) return this.lastServed === "live" ? "initial" : "live";
+    if (live) return "live";
+    if (initial) return "initial";
+    return undefined;
+  }
+
+  /** Hands ready keys to waiting workers. */
+  private wake(): void {
+    while (this.waiters.length > 0 && this.len() > 0) {
+      const w = this.waiters.shift()!;
+      if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
+      w.resolve(this.tryGet());
+    }
+  }
+
+  private armTimer(): void {
+    // Drop stale heap tops so the timer targets a live schedule.
+    for (let top = this.delayed.peek(); top; top = this.delayed.peek()) {
+      const e = this.entries.get(top.key);
+      if (e && e.phase === "waiting" && e.version === top.version) break;
+      this.delayed.pop();
+    }
+    const top = this.delayed.peek();
+    if (!top) return;
+    if (this.timer !== undefined && this.timerAt <= top.at) return;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timerAt = top.at;
+    this.timer = this.clock.setTimer(() => this.onTimer(), top.at - this.clock.now());
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    if (this.shutdown) return;
+    this.promoteDue();
+    this.wake();
+    this.armTimer();
+  }
+}
