@@ -1,0 +1,198 @@
+import fs from "node:fs";
+import Database from "better-sqlite3";
+import { StorageError } from "../errors.ts";
+import { APPLICATION_ID, CREATE_SCHEMA, SCHEMA_VERSION, TABLES } from "./schema.ts";
+
+/** Why a file could not be opened as a store. */
+export type SqliteOpenFailure =
+  | "not-a-database"
+  | "corrupt"
+  | "newer-schema"
+  | "foreign-database"
+  | "locked";
+
+/** Opening a store file failed; the file was left as it was. */
+export class SqliteOpenError extends StorageError {
+  override name = "SqliteOpenError";
+  constructor(
+    readonly path: string,
+    readonly reason: SqliteOpenFailure,
+    detail: string,
+    options?: ErrorOptions,
+  ) {
+    super(`cannot open store ${path}: ${detail}`, options);
+  }
+}
+
+/** Files up to this size get a full `PRAGMA quick_check` when opened. */
+export const QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024;
+
+/** SQLite page cache per store, in KiB. */
+export const PAGE_CACHE_KIB = 32 * 1024;
+
+const SQLITE_MAGIC = "SQLite format 3\0";
+const HEADER_BYTES = 100;
+
+export interface OpenDatabaseOptions {
+  /** WAL + synchronous=FULL when true; WAL + synchronous=NORMAL when false. */
+  durable: boolean;
+}
+
+/**
+ * Opens (creating if absent) a store database, holding it exclusively for this process.
+ * Everything that could refuse the file (not SQLite, damaged, another application's,
+ * newer schema, opened by another process) is checked before anything is written.
+ */
+export function openDatabase(path: string, opts: OpenDatabaseOptions): Database.Database {
+  const memory = path === ":memory:" || path === "";
+  const size = memory ? 0 : inspectHeader(path);
+  const db = new Database(path, { timeout: 0 });
+  try {
+    if (!memory) db.pragma("locking_mode = EXCLUSIVE");
+    const isNew = inspectContents(db, path, size);
+    if (!memory) {
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${opts.durable ? "FULL" : "NORMAL"}`);
+    }
+    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+    db.pragma("temp_store = MEMORY");
+    if (isNew) db.transaction(() => db.exec(CREATE_SCHEMA))();
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Checks the file header without SQLite; returns the file size (0 if absent or empty). */
+function inspectHeader(path: string): number {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size === 0) return 0;
+    const header = Buffer.alloc(HEADER_BYTES);
+    const read = fs.readSync(fd, header, 0, HEADER_BYTES, 0);
+    if (read < HEADER_BYTES || header.toString("latin1", 0, 16) !== SQLITE_MAGIC) {
+      throw new SqliteOpenError(path, "not-a-database", "the file is not a SQLite database");
+    }
+    const rawPageSize = header.readUInt16BE(16);
+    const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
+    if (pageSize < 512 || (pageSize & (pageSize - 1)) !== 0 || size % pageSize !== 0) {
+      throw new SqliteOpenError(
+        path,
+        "corrupt",
+        "the file is damaged (not a whole number of pages)",
+      );
+    }
+    const changeCounter = header.readUInt32BE(24);
+    const pages = header.readUInt32BE(28);
+    const validFor = header.readUInt32BE(92);
+    if (validFor === changeCounter && pages * pageSize > size) {
+      throw new SqliteOpenError(path, "corrupt", "the file is damaged (truncated)");
+    }
+    checkIdentity(path, header.readInt32BE(68), header.readInt32BE(60));
+    return size;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function checkIdentity(path: string, applicationId: number, userVersion: number): void {
+  if (applicationId === 0 && userVersion === 0) return;
+  if (applicationId !== APPLICATION_ID) {
+    throw new SqliteOpenError(
+      path,
+      "foreign-database",
+      "the file is a SQLite database of another application",
+    );
+  }
+  if (userVersion > SCHEMA_VERSION) {
+    throw new SqliteOpenError(
+      path,
+      "newer-schema",
+      `the file has schema version ${userVersion}, newer than this version supports (${SCHEMA_VERSION}); upgrade Setpoint`,
+    );
+  }
+}
+
+/**
+ * Takes the exclusive lock and validates the schema inside a transaction that writes
+ * nothing. Returns true for an empty database that needs the schema.
+ */
+function inspectContents(db: Database.Database, path: string, size: number): boolean {
+  try {
+    db.exec("BEGIN EXCLUSIVE");
+  } catch (error) {
+    throw translate(error, path);
+  }
+  try {
+    const applicationId = db.pragma("application_id", { simple: true }) as number;
+    const userVersion = db.pragma("user_version", { simple: true }) as number;
+    checkIdentity(path, applicationId, userVersion);
+    const names = new Set(
+      (db.prepare("SELECT name FROM sqlite_master").pluck().all() as string[]).map(String),
+    );
+    if (applicationId === 0 && userVersion === 0) {
+      if (names.size > 0) {
+        throw new SqliteOpenError(
+          path,
+          "foreign-database",
+          "the file is a SQLite database of another application",
+        );
+      }
+      db.exec("COMMIT");
+      return true;
+    }
+    const missing = TABLES.filter((t) => !names.has(t));
+    if (missing.length > 0) {
+      throw new SqliteOpenError(
+        path,
+        "corrupt",
+        `the store is missing tables: ${missing.join(", ")}`,
+      );
+    }
+    if (size <= QUICK_CHECK_MAX_BYTES) {
+      const result = db.pragma("quick_check(1)", { simple: true });
+      if (result !== "ok") {
+        throw new SqliteOpenError(path, "corrupt", `the file is damaged: ${String(result)}`);
+      }
+    }
+    db.exec("COMMIT");
+    return false;
+  } catch (error) {
+    try {
+      if (db.inTransaction) db.exec("ROLLBACK");
+    } catch {
+      // The connection is closed next; nothing was written.
+    }
+    throw translate(error, path);
+  }
+}
+
+function translate(error: unknown, path: string): unknown {
+  if (error instanceof SqliteOpenError) return error;
+  const code = (error as { code?: string }).code ?? "";
+  const message = (error as Error).message;
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+    return new SqliteOpenError(path, "locked", "the store is open in another process", {
+      cause: error,
+    });
+  }
+  if (code.startsWith("SQLITE_NOTADB")) {
+    return new SqliteOpenError(path, "not-a-database", "the file is not a SQLite database", {
+      cause: error,
+    });
+  }
+  if (code.startsWith("SQLITE_CORRUPT")) {
+    return new SqliteOpenError(path, "corrupt", `the file is damaged: ${message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
