@@ -1,0 +1,118 @@
+/**
+ * How the etcd store lays out one installation's keys: every key the caller sees is
+ * stored as `base + key`, where `base` is the installation prefix without its trailing
+ * slashes (prefix "/setpoint/" stores "/registry/pods/a" as "/setpoint/registry/pods/a").
+ * Caller keys always start with "/", so one installation's keys all lie in the range
+ * of `base + "/"` and never overlap another installation's ("/setpoint2/...").
+ */
+import { InvalidKeyError, TooLargeError } from "../errors.ts";
+import type { KeyValue } from "../store.ts";
+import { MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
+import type { EtcdKeyValue } from "./messages.ts";
+
+/** A UTF-16 surrogate that is not part of a pair (cannot be stored as UTF-8 unchanged). */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Checks a caller key: non-empty, starts with "/", no NUL, well-formed Unicode, at most
+ * MAX_KEY_BYTES of UTF-8. Throws InvalidKeyError or TooLargeError.
+ */
+export function validateKey(key: string): void {
+  if (typeof key !== "string" || key.length === 0) {
+    throw new InvalidKeyError(String(key ?? ""), "key is empty");
+  }
+  const size = Buffer.byteLength(key, "utf8");
+  if (size > MAX_KEY_BYTES) throw new TooLargeError("key", size, MAX_KEY_BYTES);
+  if (key[0] !== "/") throw new InvalidKeyError(key, 'key must start with "/"');
+  if (key.includes("\0")) throw new InvalidKeyError(key, "key contains a NUL character");
+  if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, "key is not well-formed Unicode");
+}
+
+/** Checks a list or watch prefix: "" (everything) or a key-shaped string. */
+export function validatePrefix(prefix: string): void {
+  if (typeof prefix !== "string") {
+    throw new InvalidKeyError(String(prefix), "prefix must be a string");
+  }
+  if (prefix !== "") validateKey(prefix);
+}
+
+/**
+ * Checks a value (a well-formed string of at most MAX_VALUE_BYTES of UTF-8) and returns
+ * it encoded. Throws InvalidKeyError or TooLargeError.
+ */
+export function encodeValue(key: string, value: string): Buffer {
+  if (typeof value !== "string") throw new InvalidKeyError(key, "value must be a string");
+  // UTF-8 takes at least one byte per UTF-16 unit: a longer string is over without encoding.
+  if (value.length > MAX_VALUE_BYTES) {
+    throw new TooLargeError("value", value.length, MAX_VALUE_BYTES);
+  }
+  const buf = Buffer.from(value, "utf8");
+  if (buf.length > MAX_VALUE_BYTES) throw new TooLargeError("value", buf.length, MAX_VALUE_BYTES);
+  if (LONE_SURROGATE.test(value)) {
+    throw new InvalidKeyError(key, "value is not well-formed Unicode (lone surrogate)");
+  }
+  return buf;
+}
+
+/** Checks a revision argument: a non-negative safe integer. */
+export function validateRevision(key: string, revision: number, what = "revision"): void {
+  if (!Number.isSafeInteger(revision) || revision < 0) {
+    throw new InvalidKeyError(key, `${what} must be a non-negative integer, got ${revision}`);
+  }
+}
+
+/**
+ * The smallest byte string greater than every string starting with `prefix`: etcd's
+ * range end for a prefix. An all-0xff prefix has none; "\0" then means "to the end".
+ */
+export function prefixEnd(prefix: Uint8Array): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i] < 0xff) {
+      end[i]++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+/** Maps caller keys to etcd keys under one installation prefix, and back. */
+export class KeySpace {
+  /** The installation prefix without trailing slashes. */
+  readonly base: string;
+  private readonly baseBytes: number;
+
+  constructor(prefix: string) {
+    if (typeof prefix !== "string" || prefix.includes("\0")) {
+      throw new TypeError(`invalid etcd key prefix ${JSON.stringify(prefix)}`);
+    }
+    this.base = prefix.replace(/\/+$/, "");
+    this.baseBytes = Buffer.byteLength(this.base, "utf8");
+  }
+
+  /** The etcd key of a caller key. */
+  encode(key: string): Buffer {
+    return Buffer.from(this.base + key, "utf8");
+  }
+
+  /** The caller key of an etcd key under this prefix. */
+  decode(raw: Buffer): string {
+    return raw.toString("utf8", this.baseBytes);
+  }
+
+  /** The Store item of an etcd key-value under this prefix. */
+  item(kv: EtcdKeyValue): KeyValue {
+    return {
+      key: this.decode(kv.key),
+      value: kv.value.toString("utf8"),
+      createRevision: kv.create_revision,
+      modRevision: kv.mod_revision,
+    };
+  }
+
+  /** The etcd range [key, rangeEnd) holding every caller key that starts with `prefix`. */
+  range(prefix: string): { key: Buffer; rangeEnd: Buffer } {
+    const key = this.encode(prefix === "" ? "/" : prefix);
+    return { key, rangeEnd: prefixEnd(key) };
+  }
+}

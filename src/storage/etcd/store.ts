@@ -1,0 +1,425 @@
+/**
+ * The Store contract on etcd v3 (several machines). See ../store.ts for the contract.
+ *
+ * Layout. Every key lives under the installation prefix (keys.ts), invisible to
+ * callers. Revisions are etcd's own: one global revision for the whole etcd cluster,
+ * so when several installations (or other programs) share an etcd, revisions seen
+ * under one prefix have gaps. They stay strictly increasing, which is all the
+ * contract's users rely on.
+ *
+ * Writes are single etcd transactions, so each bumps the revision by exactly one:
+ * - create: if create_revision(key) == 0 then put, else read the key (AlreadyExists);
+ * - update: if mod_revision(key) == expected and the key exists then put, else read it
+ *   (NotFound if absent, Conflict carrying the current item otherwise);
+ * - delete: the same compare with a delete, or a plain delete without an expected revision.
+ *
+ * Lists are etcd range reads. A limited list returns a continue token that holds the
+ * first page's revision and the last key returned; later pages are read at that
+ * revision, so the pages form one consistent snapshot while writes go on (until that
+ * revision is compacted: CompactedError). `remainingItemCount` is exact (etcd counts
+ * the rest of the range for free).
+ *
+ * Compaction is etcd's: `compact(r)` compacts the whole etcd (every installation
+ * sharing it) at r. It is logical as soon as the call returns (reads below r and
+ * watches needing events below r fail with CompactedError); old revisions are removed
+ * from disk in the background unless `physicalCompaction` asks to wait for that.
+ * etcd keeps the state at r readable: after compact(r), get/list at r work, and a
+ * watch from r - 1 (first event r) works.
+ *
+ * etcd does not report its compacted revision. `compactedRevision()` finds it: a read
+ * at revision r fails exactly when r is below it, so it probes the last known value
+ * (from this store's compactions and from compact revisions etcd reports when it
+ * cancels a watch) and, when history was compacted further by someone else (another
+ * process, etcd's --auto-compaction), binary-searches up to the current revision.
+ * Usually one read; at most about log2(current revision) on the rare path.
+ */
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import {
+  AlreadyExistsError,
+  ClosedError,
+  CompactedError,
+  ConflictError,
+  FutureRevisionError,
+  InvalidKeyError,
+  NotFoundError,
+  StorageError,
+  TooLargeError,
+  UnavailableError,
+} from "../errors.ts";
+import type {
+  GetOptions,
+  KeyValue,
+  ListOptions,
+  ListResult,
+  Store,
+  Watch,
+  WatchOptions,
+} from "../store.ts";
+import { DEFAULT_WATCH_BUFFER, MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
+import { EtcdClient, EtcdRpcError, isUnavailable } from "./client.ts";
+import { decodeContinue, encodeContinue } from "./continue-token.ts";
+import { encodeValue, KeySpace, validateKey, validatePrefix, validateRevision } from "./keys.ts";
+import { type Compare, CompareResult, CompareTarget, type TxnResponse } from "./messages.ts";
+import { EtcdWatch, failedWatch } from "./watch.ts";
+
+/** Default time to wait for a connection to an endpoint before trying the next. */
+export const DEFAULT_DIAL_TIMEOUT_MS = 5_000;
+/** Default deadline of one request, fail-over and retries included. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** Default time a watch keeps trying to resume after losing etcd before it fails. */
+export const DEFAULT_WATCH_RETRY_TIMEOUT_MS = 60_000;
+/**
+ * The `--max-request-bytes` etcd needs so that a value of MAX_VALUE_BYTES fits in one
+ * request with its key and the transaction around it (etcd's default, 1.5 MiB, is
+ * exactly MAX_VALUE_BYTES and leaves no room). With a smaller setting, large writes
+ * fail with TooLargeError.
+ */
+export const ETCD_MAX_REQUEST_BYTES = MAX_VALUE_BYTES + MAX_KEY_BYTES + 64 * 1024;
+
+export interface EtcdStoreOptions {
+  /** etcd client URLs (`http://host:port`, `https://host:port` or `host:port`); any member of one cluster. */
+  endpoints: string[];
+  /** The installation's key prefix, e.g. "/setpoint/"; every key is stored under it. */
+  prefix: string;
+  /** Time to wait for a connection to one endpoint before trying the next. Default DEFAULT_DIAL_TIMEOUT_MS. */
+  dialTimeoutMs?: number;
+  /** Deadline of one request, fail-over and retries included. Default DEFAULT_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
+  /** Default per-watch buffer (events) when `watch` is not given one. Default DEFAULT_WATCH_BUFFER. */
+  watchBufferSize?: number;
+  /** Time a watch keeps trying to resume after losing etcd. Default DEFAULT_WATCH_RETRY_TIMEOUT_MS. */
+  watchRetryTimeoutMs?: number;
+  /** Make compact() wait until etcd has removed the history from disk. Default false. */
+  physicalCompaction?: boolean;
+}
+
+const COMPACTED = "required revision has been compacted";
+const FUTURE = "required revision is a future revision";
+const TOO_LARGE = "request is too large";
+
+function isCompacted(err: unknown): boolean {
+  return err instanceof EtcdRpcError && err.details.includes(COMPACTED);
+}
+
+/** "The key exists": its create revision is above 0. */
+function exists(key: Buffer): Compare {
+  return {
+    target: CompareTarget.CREATE,
+    result: CompareResult.GREATER,
+    key,
+    create_revision: 0,
+  };
+}
+
+export class EtcdStore implements Store {
+  private readonly client: EtcdClient;
+  private readonly keys: KeySpace;
+  private readonly watchBufferSize: number;
+  private readonly watchRetryTimeoutMs: number;
+  private readonly physicalCompaction: boolean;
+  private readonly watches = new Set<EtcdWatch>();
+  /** Watches "from now" whose start revision is still being read; writes wait for them. */
+  private readonly pendingStarts = new Set<Promise<void>>();
+  /** Highest compacted revision seen so far (a lower bound of etcd's). */
+  private knownCompacted = 0;
+  private closed = false;
+
+  private constructor(opts: EtcdStoreOptions) {
+    this.keys = new KeySpace(opts.prefix);
+    this.watchBufferSize = opts.watchBufferSize ?? DEFAULT_WATCH_BUFFER;
+    this.watchRetryTimeoutMs = opts.watchRetryTimeoutMs ?? DEFAULT_WATCH_RETRY_TIMEOUT_MS;
+    this.physicalCompaction = opts.physicalCompaction ?? false;
+    this.client = new EtcdClient({
+      endpoints: opts.endpoints,
+      dialTimeoutMs: opts.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS,
+      requestTimeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    });
+  }
+
+  /**
+   * Connects to etcd and checks that some endpoint answers; UnavailableError if none
+   * does within the dial timeout.
+   */
+  static async open(opts: EtcdStoreOptions): Promise<EtcdStore> {
+    const store = new EtcdStore(opts);
+    try {
+      await store.currentRevision();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
+  }
+
+  /** The installation prefix keys are stored under, without trailing slashes. */
+  get prefix(): string {
+    return this.keys.base;
+  }
+
+  async get(key: string, opts: GetOptions = {}): Promise<KeyValue | null> {
+    this.checkOpen();
+    validateKey(key);
+    const revision = opts.revision ?? 0;
+    validateRevision(key, revision);
+    try {
+      const res = await this.client.range({ key: this.keys.encode(key), revision });
+      return res.kvs.length > 0 ? this.keys.item(res.kvs[0]) : null;
+    } catch (err) {
+      return this.rethrow(err, key, revision);
+    }
+  }
+
+  async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
+    this.checkOpen();
+    validatePrefix(prefix);
+    const limit = opts.limit ?? 0;
+    validateRevision(prefix, limit, "limit");
+    let revision = opts.revision ?? 0;
+    validateRevision(prefix, revision);
+    const range = this.keys.range(prefix);
+    let start = range.key;
+    if (opts.continue) {
+      const c = decodeContinue(opts.continue, prefix);
+      revision = c.revision;
+      start = Buffer.concat([this.keys.encode(c.after), Buffer.from([0])]);
+    }
+    let res: Awaited<ReturnType<EtcdClient["range"]>>;
+    try {
+      res = await this.client.range({ key: start, range_end: range.rangeEnd, limit, revision });
+    } catch (err) {
+      return this.rethrow(err, prefix, revision);
+    }
+    const items = res.kvs.map((kv) => this.keys.item(kv));
+    const result: ListResult = { items, revision: revision > 0 ? revision : res.header.revision };
+    if (res.more && items.length > 0) {
+      result.continue = encodeContinue({
+        prefix,
+        revision: result.revision,
+        after: items[items.length - 1].key,
+      });
+      result.remainingItemCount = res.count - items.length;
+    }
+    return result;
+  }
+
+  async create(key: string, value: string): Promise<number> {
+    this.checkOpen();
+    validateKey(key);
+    const v = encodeValue(key, value);
+    if (this.pendingStarts.size > 0) await this.settleStarts();
+    const k = this.keys.encode(key);
+    let res: TxnResponse;
+    try {
+      res = await this.client.txn({
+        compare: [
+          { target: CompareTarget.CREATE, result: CompareResult.EQUAL, key: k, create_revision: 0 },
+        ],
+        success: [{ request_put: { key: k, value: v } }],
+        failure: [{ request_range: { key: k } }],
+      });
+    } catch (err) {
+      return this.rethrow(err, key, 0, v.length);
+    }
+    if (res.succeeded) return res.header.revision;
+    const current = res.responses[0]?.response_range?.kvs[0];
+    throw new AlreadyExistsError(key, current ? this.keys.item(current) : null);
+  }
+
+  async update(key: string, value: string, expectedRevision: number): Promise<number> {
+    this.checkOpen();
+    validateKey(key);
+    validateRevision(key, expectedRevision, "expected revision");
+    const v = encodeValue(key, value);
+    if (this.pendingStarts.size > 0) await this.settleStarts();
+    const k = this.keys.encode(key);
+    let res: TxnResponse;
+    try {
+      res = await this.client.txn({
+        compare: [
+          exists(k),
+          {
+            target: CompareTarget.MOD,
+            result: CompareResult.EQUAL,
+            key: k,
+            mod_revision: expectedRevision,
+          },
+        ],
+        success: [{ request_put: { key: k, value: v } }],
+        failure: [{ request_range: { key: k } }],
+      });
+    } catch (err) {
+      return this.rethrow(err, key, 0, v.length);
+    }
+    if (res.succeeded) return res.header.revision;
+    throw this.casFailure(key, expectedRevision, res);
+  }
+
+  async delete(key: string, expectedRevision?: number): Promise<number> {
+    this.checkOpen();
+    validateKey(key);
+    if (expectedRevision !== undefined) {
+      validateRevision(key, expectedRevision, "expected revision");
+    }
+    if (this.pendingStarts.size > 0) await this.settleStarts();
+    const k = this.keys.encode(key);
+    try {
+      if (expectedRevision === undefined) {
+        const res = await this.client.deleteRange({ key: k });
+        if (res.deleted === 0) throw new NotFoundError(key);
+        return res.header.revision;
+      }
+      const res = await this.client.txn({
+        compare: [
+          exists(k),
+          {
+            target: CompareTarget.MOD,
+            result: CompareResult.EQUAL,
+            key: k,
+            mod_revision: expectedRevision,
+          },
+        ],
+        success: [{ request_delete_range: { key: k } }],
+        failure: [{ request_range: { key: k } }],
+      });
+      if (res.succeeded) return res.header.revision;
+      throw this.casFailure(key, expectedRevision, res);
+    } catch (err) {
+      return this.rethrow(err, key, 0);
+    }
+  }
+
+  /** Errors (closed store, bad arguments) are thrown by the first read of the returned watch. */
+  watch(prefix: string, fromRevision: number, opts: WatchOptions = {}): Watch {
+    const bufferSize = opts.bufferSize ?? this.watchBufferSize;
+    try {
+      this.checkOpen();
+      validatePrefix(prefix);
+      validateRevision(prefix, fromRevision);
+      if (!Number.isSafeInteger(bufferSize) || bufferSize < 1) {
+        throw new InvalidKeyError(
+          prefix,
+          `watch buffer size must be a positive integer, got ${bufferSize}`,
+        );
+      }
+    } catch (err) {
+      return failedWatch(err as Error);
+    }
+    const watch = new EtcdWatch({
+      client: this.client,
+      keys: this.keys,
+      prefix,
+      fromRevision,
+      bufferSize,
+      retryTimeoutMs: this.watchRetryTimeoutMs,
+      currentRevision: () => this.currentRevision(),
+      onCompacted: (rev) => this.noteCompacted(rev),
+      onEnd: (w) => this.watches.delete(w),
+    });
+    this.watches.add(watch);
+    if (fromRevision === 0) {
+      const ready = watch.ready;
+      this.pendingStarts.add(ready);
+      void ready.then(() => this.pendingStarts.delete(ready));
+    }
+    return watch;
+  }
+
+  async compact(revision: number): Promise<void> {
+    this.checkOpen();
+    validateRevision("", revision);
+    if (revision === 0) return;
+    try {
+      await this.client.compact({ revision, physical: this.physicalCompaction });
+    } catch (err) {
+      // Already compacted at or past `revision`: nothing left to do.
+      if (!isCompacted(err)) return this.rethrow(err, "", revision);
+    }
+    this.noteCompacted(revision);
+  }
+
+  async currentRevision(): Promise<number> {
+    this.checkOpen();
+    try {
+      const res = await this.client.range({ key: this.keys.encode("/"), count_only: true });
+      return res.header.revision;
+    } catch (err) {
+      return this.rethrow(err, "", 0);
+    }
+  }
+
+  async compactedRevision(): Promise<number> {
+    this.checkOpen();
+    const known = this.knownCompacted;
+    const probe = Math.max(known, 1);
+    if (await this.readableAt(probe)) return known;
+    // Compacted past what this store knows: the answer lies in (probe, current].
+    let lo = probe;
+    let hi = await this.currentRevision();
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await this.readableAt(mid)) hi = mid;
+      else lo = mid;
+    }
+    this.noteCompacted(hi);
+    return hi;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of [...this.watches]) w.close();
+    this.watches.clear();
+    this.client.close();
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClosedError();
+  }
+
+  private async settleStarts(): Promise<void> {
+    await Promise.all([...this.pendingStarts]);
+  }
+
+  private noteCompacted(revision: number): void {
+    if (revision > this.knownCompacted) this.knownCompacted = revision;
+  }
+
+  /** Whether a read at `revision` still works (it is not compacted). */
+  private async readableAt(revision: number): Promise<boolean> {
+    try {
+      await this.client.range({ key: this.keys.encode("/"), count_only: true, revision });
+      return true;
+    } catch (err) {
+      if (isCompacted(err)) return false;
+      return this.rethrow(err, "", revision);
+    }
+  }
+
+  /** The error of a compare-and-swap transaction whose compare failed. */
+  private casFailure(key: string, expectedRevision: number, res: TxnResponse): StorageError {
+    const current = res.responses[0]?.response_range?.kvs[0];
+    if (!current) return new NotFoundError(key);
+    return new ConflictError(key, expectedRevision, this.keys.item(current));
+  }
+
+  /** Rethrows an RPC failure as the storage error it means. */
+  private async rethrow(err: unknown, key: string, revision: number, size = 0): Promise<never> {
+    if (this.closed) throw new ClosedError();
+    if (err instanceof StorageError) throw err;
+    if (!(err instanceof EtcdRpcError)) throw err;
+    if (err.details.includes(COMPACTED)) {
+      const compacted = await this.compactedRevision().catch(() => revision + 1);
+      throw new CompactedError(revision, Math.max(compacted, revision + 1));
+    }
+    if (err.details.includes(FUTURE)) {
+      const current = await this.currentRevision().catch(() => 0);
+      throw new FutureRevisionError(revision, current);
+    }
+    if (err.details.includes(TOO_LARGE) || err.code === GrpcStatus.RESOURCE_EXHAUSTED) {
+      throw new TooLargeError("value", size, MAX_VALUE_BYTES);
+    }
+    if (isUnavailable(err)) throw new UnavailableError(err.message);
+    if (err.code === GrpcStatus.INVALID_ARGUMENT) throw new InvalidKeyError(key, err.details);
+    throw new StorageError(err.message);
+  }
+}
