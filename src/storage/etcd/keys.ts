@@ -28,12 +28,14 @@ export function validateKey(key: string): void {
   if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, "key is not well-formed Unicode");
 }
 
-/** Checks a list or watch prefix: "" (everything) or a key-shaped string. */
+/**
+ * Checks a list or watch prefix is a string. Any string is accepted: "" selects every
+ * key, and a prefix no valid key can start with simply selects none.
+ */
 export function validatePrefix(prefix: string): void {
   if (typeof prefix !== "string") {
     throw new InvalidKeyError(String(prefix), "prefix must be a string");
   }
-  if (prefix !== "") validateKey(prefix);
 }
 
 /**
@@ -110,9 +112,15 @@ export class KeySpace {
     };
   }
 
-  /** The etcd range [key, rangeEnd) holding every caller key that starts with `prefix`. */
+  /**
+   * The etcd range [key, rangeEnd) holding every caller key that starts with `prefix`.
+   * A prefix without the leading "/" selects no key; it maps to a range under the
+   * installation that no key can be in (keys never contain NUL), never to a range
+   * reaching out of the installation ("2/" must not select "/setpoint2/...").
+   */
   range(prefix: string): { key: Buffer; rangeEnd: Buffer } {
-    const key = this.encode(prefix === "" ? "/" : prefix);
+    if (prefix === "") prefix = "/";
+    const key = prefix.startsWith("/") ? this.encode(prefix) : this.encode("\0");
     return { key, rangeEnd: prefixEnd(key) };
   }
 }

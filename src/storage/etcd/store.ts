@@ -172,8 +172,7 @@ export class EtcdStore implements Store {
   async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
     this.checkOpen();
     validatePrefix(prefix);
-    const limit = opts.limit ?? 0;
-    validateRevision(prefix, limit, "limit");
+    const limit = opts.limit && opts.limit > 0 ? Math.floor(opts.limit) : 0;
     let revision = opts.revision ?? 0;
     validateRevision(prefix, revision);
     const range = this.keys.range(prefix);
@@ -312,6 +311,7 @@ export class EtcdStore implements Store {
       bufferSize,
       retryTimeoutMs: this.watchRetryTimeoutMs,
       currentRevision: () => this.currentRevision(),
+      checkStart: (from) => this.checkReadable(from),
       onCompacted: (rev) => this.noteCompacted(rev),
       onEnd: (w) => this.watches.delete(w),
     });
@@ -384,13 +384,22 @@ export class EtcdStore implements Store {
     if (revision > this.knownCompacted) this.knownCompacted = revision;
   }
 
-  /** Whether a read at `revision` still works (it is not compacted). */
+  /** CompactedError unless a read at `revision` still works. */
+  private async checkReadable(revision: number): Promise<void> {
+    if (!(await this.readableAt(revision))) {
+      const compacted = await this.compactedRevision();
+      throw new CompactedError(revision, Math.max(compacted, revision + 1));
+    }
+  }
+
+  /** Whether `revision` is not compacted (a read at it works, or it is in the future). */
   private async readableAt(revision: number): Promise<boolean> {
     try {
       await this.client.range({ key: this.keys.encode("/"), count_only: true, revision });
       return true;
     } catch (err) {
       if (isCompacted(err)) return false;
+      if (err instanceof EtcdRpcError && err.details.includes(FUTURE)) return true;
       return this.rethrow(err, "", revision);
     }
   }

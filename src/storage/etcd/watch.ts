@@ -63,6 +63,12 @@ export interface EtcdWatchParams {
   retryTimeoutMs: number;
   /** Resolves the current revision, for watches "from now". */
   currentRevision(): Promise<number>;
+  /**
+   * Rejects (CompactedError) when a watch may not start after `fromRevision`. The
+   * contract refuses a start below the compacted revision; etcd alone would still
+   * accept one revision more, so the store checks before the first stream.
+   */
+  checkStart(fromRevision: number): Promise<void>;
   /** Told the compacted revision etcd reported when it canceled the watch. */
   onCompacted(revision: number): void;
   /** Told when the watch has ended, for any reason. */
@@ -94,19 +100,22 @@ export class EtcdWatch implements Watch {
 
   constructor(private readonly p: EtcdWatchParams) {
     this.lastConsumed = p.fromRevision;
+    let started: Promise<void>;
     if (p.fromRevision > 0) {
       this.nextRevision = p.fromRevision + 1;
       this.ready = Promise.resolve();
+      started = p.checkStart(p.fromRevision);
     } else {
-      this.ready = p.currentRevision().then(
-        (rev) => {
-          this.nextRevision = rev + 1;
-          this.lastConsumed = rev;
-        },
-        (err: unknown) => this.fail(err instanceof Error ? err : new Error(String(err))),
-      );
+      started = p.currentRevision().then((rev) => {
+        this.nextRevision = rev + 1;
+        this.lastConsumed = rev;
+      });
+      this.ready = started.catch(() => {});
     }
-    void this.ready.then(() => this.run());
+    started.then(
+      () => this.run(),
+      (err: unknown) => this.fail(err instanceof Error ? err : new Error(String(err))),
+    );
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
