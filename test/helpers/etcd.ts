@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { describe, it } from "vitest";
@@ -305,4 +305,70 @@ export async function startEtcdCluster(size = 3, extraArgs: string[] = []): Prom
     throw err;
   }
   return { members, endpoints: members.map((m) => m.clientUrl), destroy };
+}
+
+/**
+ * A TCP proxy in front of an etcd client port, to cut a client's connections while
+ * etcd itself keeps running (to test watch resumption across a lost connection).
+ */
+export class TcpProxy {
+  private readonly sockets = new Set<Socket>();
+  private blocked = false;
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  /** Starts a proxy on a free 127.0.0.1 port forwarding to `target` (a URL or host:port). */
+  static async start(target: string): Promise<TcpProxy> {
+    const { hostname, port } = new URL(target.includes("://") ? target : `http://${target}`);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const addr = server.address();
+    if (!addr || typeof addr !== "object") throw new Error("proxy has no port");
+    const proxy = new TcpProxy(server, addr.port);
+    server.on("connection", (client) => proxy.accept(client, hostname, Number(port)));
+    return proxy;
+  }
+
+  /** The proxy's URL, to use as an etcd endpoint. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Drops every open connection and refuses new ones until unblock(). */
+  block(): void {
+    this.blocked = true;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  unblock(): void {
+    this.blocked = false;
+  }
+
+  async close(): Promise<void> {
+    this.block();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, host: string, port: number): void {
+    if (this.blocked) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(port, host);
+    for (const s of [client, upstream]) {
+      this.sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        this.sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
 }

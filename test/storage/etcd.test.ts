@@ -1,0 +1,315 @@
+/**
+ * The etcd backend against a real, throwaway etcd (one per file; each store gets a
+ * fresh key prefix): what is particular to etcd, on top of the shared conformance
+ * suite. Resilience (fail-over, restarts, SIGKILL) is in etcd-resilience.test.ts.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  ClosedError,
+  CompactedError,
+  ConflictError,
+  FutureRevisionError,
+  InvalidKeyError,
+  NotFoundError,
+  TooLargeError,
+  WatchOverflowError,
+} from "../../src/storage/errors.ts";
+import { EtcdClient, EtcdStore } from "../../src/storage/etcd.ts";
+import { MAX_VALUE_BYTES, type Store, type WatchEvent } from "../../src/storage/store.ts";
+import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
+
+/** Reads `n` events from a watch (fails the test if they do not come in time). */
+async function take(
+  iter: AsyncIterator<WatchEvent>,
+  n: number,
+  timeoutMs = 10_000,
+): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  const deadline = Date.now() + timeoutMs;
+  while (out.length < n) {
+    const left = deadline - Date.now();
+    const r = await Promise.race([
+      iter.next(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`only ${out.length}/${n} events`)), left),
+      ),
+    ]);
+    if (r.done) throw new Error(`watch ended after ${out.length}/${n} events`);
+    out.push(r.value);
+  }
+  return out;
+}
+
+describeWithEtcd("EtcdStore", () => {
+  let etcd: EtcdProcess;
+  const stores: Store[] = [];
+
+  const newPrefix = () => `/test-${randomBytes(6).toString("hex")}/`;
+  async function newStore(prefix = newPrefix()): Promise<EtcdStore> {
+    const s = await EtcdStore.open({ endpoints: etcd.endpoints, prefix });
+    stores.push(s);
+    return s;
+  }
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await etcd?.destroy();
+  });
+
+  it("stores keys under its prefix, invisible to callers and to other prefixes", async () => {
+    const base = newPrefix();
+    const a = await newStore(base);
+    const b = await newStore(`${base.slice(0, -1)}2/`); // "/test-x2/": a string-prefix neighbour
+    await a.create("/k", "from a");
+    await b.create("/k", "from b");
+    await b.create("/k2", "only b");
+    expect((await a.list("")).items.map((i) => [i.key, i.value])).toEqual([["/k", "from a"]]);
+    expect((await a.get("/k"))?.value).toBe("from a");
+    expect(await a.get("/k2")).toBeNull();
+    // A prefix that is not key-shaped selects nothing, and cannot reach the neighbour.
+    expect((await a.list("2/")).items).toEqual([]);
+
+    const raw = new EtcdClient({
+      endpoints: etcd.endpoints,
+      dialTimeoutMs: 2000,
+      requestTimeoutMs: 2000,
+    });
+    try {
+      const res = await raw.range({ key: Buffer.from(`${base}k`) });
+      expect(res.kvs.map((kv) => kv.value.toString())).toEqual(["from a"]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("creates, updates and deletes with compare-and-swap, each write one revision", async () => {
+    const s = await newStore();
+    const r1 = await s.create("/a", "1");
+    expect(await s.currentRevision()).toBe(r1);
+    await expect(s.create("/a", "again")).rejects.toMatchObject({
+      name: "AlreadyExistsError",
+      current: { key: "/a", value: "1", modRevision: r1 },
+    });
+    const r2 = await s.update("/a", "2", r1);
+    expect(r2).toBe(r1 + 1);
+    const stale = await s.update("/a", "3", r1).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(ConflictError);
+    expect((stale as ConflictError).current).toEqual({
+      key: "/a",
+      value: "2",
+      createRevision: r1,
+      modRevision: r2,
+    });
+    expect((stale as ConflictError).currentRevision).toBe(r2);
+    await expect(s.update("/missing", "x", r1)).rejects.toBeInstanceOf(NotFoundError);
+    // An expected revision of 0 never creates a missing key.
+    await expect(s.update("/missing", "x", 0)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await s.get("/missing")).toBeNull();
+    await expect(s.delete("/a", r1)).rejects.toBeInstanceOf(ConflictError);
+    const r3 = await s.delete("/a", r2);
+    expect(r3).toBe(r2 + 1);
+    await expect(s.delete("/a")).rejects.toBeInstanceOf(NotFoundError);
+    const r4 = await s.create("/a", "again");
+    expect(await s.get("/a")).toEqual({
+      key: "/a",
+      value: "again",
+      createRevision: r4,
+      modRevision: r4,
+    });
+    expect(await s.delete("/a")).toBe(r4 + 1);
+    expect(await s.get("/a", { revision: r2 })).toMatchObject({ value: "2", modRevision: r2 });
+    expect(await s.get("/a", { revision: r3 })).toBeNull();
+  });
+
+  it("lets exactly one of many concurrent CAS writers win", async () => {
+    const s = await newStore();
+    const r0 = await s.create("/cas", "0");
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => s.update("/cas", `w${i}`, r0)),
+    );
+    const won = results.filter((r) => r.status === "fulfilled");
+    expect(won).toHaveLength(1);
+    const winner = (won[0] as PromiseFulfilledResult<number>).value;
+    for (const r of results) {
+      if (r.status === "rejected") {
+        expect(r.reason).toBeInstanceOf(ConflictError);
+        expect((r.reason as ConflictError).currentRevision).toBe(winner);
+      }
+    }
+  });
+
+  it("pages a list at the first page's revision while writes go on", async () => {
+    const s = await newStore();
+    for (let i = 0; i < 10; i++) await s.create(`/p/${i}`, `v${i}`);
+    const first = await s.list("/p/", { limit: 3 });
+    expect(first.items.map((i) => i.key)).toEqual(["/p/0", "/p/1", "/p/2"]);
+    expect(first.remainingItemCount).toBe(7);
+    // Writes between pages: none of them may show in the later pages.
+    await s.delete("/p/5");
+    await s.create("/p/55", "new");
+    const cur = await s.get("/p/9");
+    await s.update("/p/9", "changed", cur!.modRevision);
+    const keys = first.items.map((i) => i.key);
+    const values: string[] = [];
+    let token = first.continue;
+    while (token) {
+      const page = await s.list("/p/", { limit: 3, continue: token });
+      expect(page.revision).toBe(first.revision);
+      keys.push(...page.items.map((i) => i.key));
+      values.push(...page.items.map((i) => i.value));
+      token = page.continue;
+    }
+    expect(keys).toEqual(Array.from({ length: 10 }, (_, i) => `/p/${i}`));
+    expect(values.at(-1)).toBe("v9");
+    await expect(s.list("/other/", { continue: first.continue })).rejects.toBeInstanceOf(
+      InvalidKeyError,
+    );
+    await expect(s.list("/p/", { continue: "not a token" })).rejects.toBeInstanceOf(
+      InvalidKeyError,
+    );
+  });
+
+  it("reports compacted and future revisions, and finds compactions made elsewhere", async () => {
+    const s = await newStore();
+    const r1 = await s.create("/c", "1");
+    const r2 = await s.update("/c", "2", r1);
+    const r3 = await s.update("/c", "3", r2);
+    // Another installation on the same etcd compacts: etcd compaction is cluster-wide.
+    const other = await newStore();
+    await other.compact(r2);
+    expect(await s.compactedRevision()).toBe(r2);
+    const err = await s.get("/c", { revision: r1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CompactedError);
+    expect((err as CompactedError).compactedRevision).toBe(r2);
+    expect((await s.get("/c", { revision: r2 }))?.value).toBe("2");
+    await expect(s.list("/", { revision: r1 })).rejects.toBeInstanceOf(CompactedError);
+    const future = await s.get("/c", { revision: r3 + 1000 }).catch((e: unknown) => e);
+    expect(future).toBeInstanceOf(FutureRevisionError);
+    expect((future as FutureRevisionError).currentRevision).toBeGreaterThanOrEqual(r3);
+    await expect(s.compact(r3 + 1000)).rejects.toBeInstanceOf(FutureRevisionError);
+    // Compacting at or below the compacted revision is a no-op.
+    await s.compact(r1);
+    expect(await s.compactedRevision()).toBe(r2);
+  });
+
+  it("watches with etcd's events translated, from an exclusive revision, with prev values", async () => {
+    const s = await newStore();
+    const r0 = await s.create("/w/skip", "before");
+    const r1 = await s.create("/w/a", "1");
+    const r2 = await s.update("/w/a", "2", r1);
+    await s.create("/elsewhere", "x");
+    const r3 = await s.delete("/w/a");
+    const w = s.watch("/w/", r0);
+    const events = await take(w[Symbol.asyncIterator](), 3);
+    w.cancel();
+    expect(events).toEqual([
+      { type: "create", key: "/w/a", revision: r1, value: "1", createRevision: r1, prev: null },
+      {
+        type: "update",
+        key: "/w/a",
+        revision: r2,
+        value: "2",
+        createRevision: r1,
+        prev: { key: "/w/a", value: "1", createRevision: r1, modRevision: r1 },
+      },
+      {
+        type: "delete",
+        key: "/w/a",
+        revision: r3,
+        value: null,
+        createRevision: r1,
+        prev: { key: "/w/a", value: "2", createRevision: r1, modRevision: r2 },
+      },
+    ]);
+  });
+
+  it("watches from now: a write issued right after watch() is seen, earlier ones are not", async () => {
+    const s = await newStore();
+    await s.create("/n/old", "x");
+    const w = s.watch("/n/", 0);
+    const r = await s.create("/n/new", "y");
+    const [ev] = await take(w[Symbol.asyncIterator](), 1);
+    w.cancel();
+    expect(ev).toMatchObject({ type: "create", key: "/n/new", revision: r });
+  });
+
+  it("fails a watch from below the compacted revision, and serves one from it", async () => {
+    const s = await newStore();
+    const r1 = await s.create("/wc", "1");
+    const r2 = await s.update("/wc", "2", r1);
+    const r3 = await s.update("/wc", "3", r2);
+    await s.compact(r2);
+    const before = s.watch("/wc", r1);
+    const err = await before[Symbol.asyncIterator]()
+      .next()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CompactedError);
+    expect((err as CompactedError).compactedRevision).toBeGreaterThanOrEqual(r2);
+    const at = s.watch("/wc", r2);
+    const [ev] = await take(at[Symbol.asyncIterator](), 1);
+    at.cancel();
+    expect(ev).toMatchObject({ type: "update", revision: r3, prev: { value: "2" } });
+  });
+
+  it("cuts off a watcher that falls behind without holding up writers or other watchers", async () => {
+    const s = await newStore();
+    const from = await s.currentRevision();
+    const slow = s.watch("/o/", from, { bufferSize: 5 });
+    const fast = s.watch("/o/", from);
+    const fastIter = fast[Symbol.asyncIterator]();
+    const writes = [];
+    for (let i = 0; i < 30; i++) writes.push(await s.create(`/o/${i}`, "v"));
+    const seen = await take(fastIter, 30);
+    expect(seen.map((e) => e.revision)).toEqual(writes);
+    fast.cancel();
+    const err = await (async () => {
+      for await (const _ of slow) {
+        // never reached: the watcher is cut off before it reads
+      }
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WatchOverflowError);
+    expect((err as WatchOverflowError).lastDeliveredRevision).toBe(from);
+  });
+
+  it("rejects bad input with typed errors and stores nothing", async () => {
+    const s = await newStore();
+    const big = "x".repeat(MAX_VALUE_BYTES + 1);
+    await expect(s.create("/big", big)).rejects.toBeInstanceOf(TooLargeError);
+    await expect(s.create("", "v")).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(s.create("no-slash", "v")).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(s.create("/nul\0", "v")).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(s.create(`/${"k".repeat(2000)}`, "v")).rejects.toBeInstanceOf(TooLargeError);
+    await expect(s.create("/lone", "\ud800")).rejects.toBeInstanceOf(InvalidKeyError);
+    expect((await s.list("")).items).toEqual([]);
+    // The largest value allowed fits through etcd (its request limit is set above it).
+    const max = "y".repeat(MAX_VALUE_BYTES);
+    const r = await s.create("/max", max);
+    expect((await s.get("/max"))?.value.length).toBe(MAX_VALUE_BYTES);
+    await s.update("/max", max, r);
+  });
+
+  it("fails every call after close with ClosedError and ends its watches", async () => {
+    const s = await newStore();
+    const w = s.watch("/", 0);
+    const pending = w[Symbol.asyncIterator]().next();
+    await s.close();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    await expect(s.get("/a")).rejects.toBeInstanceOf(ClosedError);
+    await expect(s.create("/a", "v")).rejects.toBeInstanceOf(ClosedError);
+    await expect(s.currentRevision()).rejects.toBeInstanceOf(ClosedError);
+    await expect(s.watch("/", 0)[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(
+      ClosedError,
+    );
+    await s.close();
+  });
+
+  it("fails to open with UnavailableError when no endpoint answers", async () => {
+    await expect(
+      EtcdStore.open({ endpoints: ["http://127.0.0.1:1"], prefix: "/x/", dialTimeoutMs: 300 }),
+    ).rejects.toMatchObject({ name: "UnavailableError" });
+  });
+});
