@@ -1,0 +1,179 @@
+/**
+ * Table columns shared by core/v1 and events.k8s.io/v1 Events: both print like
+ * `kubectl get events` (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; SUBOBJECT, SOURCE,
+ * FIRST SEEN, COUNT and NAME with -o wide).
+ */
+import type { KubeObject } from "../../api/meta.ts";
+import type { PrinterColumn } from "../types.ts";
+import { fieldObject, fieldString } from "./build.ts";
+
+/** An Event read through the core/v1 field names. */
+export interface EventView {
+  firstTimestamp: string;
+  lastTimestamp: string;
+  eventTime: string;
+  seriesCount?: number;
+  seriesLastObserved: string;
+  count: number;
+  type: string;
+  reason: string;
+  objectKind: string;
+  objectName: string;
+  fieldPath: string;
+  sourceComponent: string;
+  sourceHost: string;
+  reportingController: string;
+  reportingInstance: string;
+  message: string;
+}
+
+/** Shown for a time that is not set, as kubectl shows it. */
+export const UNKNOWN_TIME = "<unknown>";
+
+function firstSeen(e: EventView): string {
+  return e.firstTimestamp || e.eventTime || UNKNOWN_TIME;
+}
+
+function lastSeen(e: EventView): string {
+  if (e.seriesCount !== undefined) return e.seriesLastObserved || UNKNOWN_TIME;
+  return e.lastTimestamp || firstSeen(e);
+}
+
+function source(e: EventView): string {
+  const component = e.sourceComponent || e.reportingController;
+  const instance = e.sourceHost || e.reportingInstance;
+  return instance ? `${component}, ${instance}` : component;
+}
+
+function target(e: EventView): string {
+  const kind = e.objectKind.toLowerCase();
+  return e.objectName ? `${kind}/${e.objectName}` : kind;
+}
+
+function count(e: EventView): number {
+  if (e.seriesCount !== undefined) return e.seriesCount;
+  return e.count === 0 ? 1 : e.count;
+}
+
+/** Printer columns of an Event kind, given how to read one. Times are "date" columns. */
+export function eventColumns(view: (obj: KubeObject) => EventView): PrinterColumn[] {
+  return [
+    {
+      name: "Last Seen",
+      type: "date",
+      priority: 0,
+      description: "The time at which the most recent occurrence of this event was recorded.",
+      value: (obj) => lastSeen(view(obj)),
+    },
+    {
+      name: "Type",
+      type: "string",
+      priority: 0,
+      description: "Type of this event (Normal, Warning).",
+      value: (obj) => view(obj).type,
+    },
+    {
+      name: "Reason",
+      type: "string",
+      priority: 0,
+      description: "Why the action was taken: a short, machine-understandable string.",
+      value: (obj) => view(obj).reason,
+    },
+    {
+      name: "Object",
+      type: "string",
+      priority: 0,
+      description: "The object this event is about.",
+      value: (obj) => target(view(obj)),
+    },
+    {
+      name: "Subobject",
+      type: "string",
+      priority: 1,
+      description: "The part of the object the event is about (a field path), if any.",
+      value: (obj) => view(obj).fieldPath,
+    },
+    {
+      name: "Source",
+      type: "string",
+      priority: 1,
+      description: "The component (and instance) reporting this event.",
+      value: (obj) => source(view(obj)),
+    },
+    {
+      name: "Message",
+      type: "string",
+      priority: 0,
+      description: "A human-readable description of the status of this operation.",
+      value: (obj) => view(obj).message.trim(),
+    },
+    {
+      name: "First Seen",
+      type: "date",
+      priority: 1,
+      description: "The time at which the event was first recorded.",
+      value: (obj) => firstSeen(view(obj)),
+    },
+    {
+      name: "Count",
+      type: "integer",
+      priority: 1,
+      description: "The number of times this event has occurred.",
+      value: (obj) => count(view(obj)),
+    },
+    {
+      name: "Name",
+      type: "string",
+      format: "name",
+      priority: 1,
+      description: "Name of the event object.",
+      value: (obj) => obj.metadata.name ?? "",
+    },
+  ];
+}
+
+/** How a core/v1 Event reads. */
+export function coreEventView(obj: KubeObject): EventView {
+  const series = fieldObject(obj, "series");
+  return {
+    firstTimestamp: fieldString(obj, "firstTimestamp"),
+    lastTimestamp: fieldString(obj, "lastTimestamp"),
+    eventTime: fieldString(obj, "eventTime"),
+    seriesCount: series ? Number(series.count ?? 0) : undefined,
+    seriesLastObserved: fieldString(series, "lastObservedTime"),
+    count: Number(obj.count ?? 0) || 0,
+    type: fieldString(obj, "type"),
+    reason: fieldString(obj, "reason"),
+    objectKind: fieldString(obj, "involvedObject", "kind"),
+    objectName: fieldString(obj, "involvedObject", "name"),
+    fieldPath: fieldString(obj, "involvedObject", "fieldPath"),
+    sourceComponent: fieldString(obj, "source", "component"),
+    sourceHost: fieldString(obj, "source", "host"),
+    reportingController: fieldString(obj, "reportingComponent"),
+    reportingInstance: fieldString(obj, "reportingInstance"),
+    message: fieldString(obj, "message"),
+  };
+}
+
+/** How an events.k8s.io/v1 Event reads, in core/v1 terms. */
+export function eventsV1View(obj: KubeObject): EventView {
+  const series = fieldObject(obj, "series");
+  return {
+    firstTimestamp: fieldString(obj, "deprecatedFirstTimestamp"),
+    lastTimestamp: fieldString(obj, "deprecatedLastTimestamp"),
+    eventTime: fieldString(obj, "eventTime"),
+    seriesCount: series ? Number(series.count ?? 0) : undefined,
+    seriesLastObserved: fieldString(series, "lastObservedTime"),
+    count: Number(obj.deprecatedCount ?? 0) || 0,
+    type: fieldString(obj, "type"),
+    reason: fieldString(obj, "reason"),
+    objectKind: fieldString(obj, "regarding", "kind"),
+    objectName: fieldString(obj, "regarding", "name"),
+    fieldPath: fieldString(obj, "regarding", "fieldPath"),
+    sourceComponent: fieldString(obj, "deprecatedSource", "component"),
+    sourceHost: fieldString(obj, "deprecatedSource", "host"),
+    reportingController: fieldString(obj, "reportingController"),
+    reportingInstance: fieldString(obj, "reportingInstance"),
+    message: fieldString(obj, "note"),
+  };
+}

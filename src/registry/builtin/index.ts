@@ -1,0 +1,33 @@
+/** Every built-in type, in the order discovery lists them within a group. */
+import type { ResourceDefinition } from "../types.ts";
+import { configMapDefinition } from "./configmap.ts";
+import { coreEventDefinition } from "./core-event.ts";
+import { eventsV1EventDefinition } from "./events-event.ts";
+import { leaseDefinition } from "./lease.ts";
+import { namespaceDefinition } from "./namespace.ts";
+import { secretDefinition } from "./secret.ts";
+import { serviceAccountDefinition } from "./serviceaccount.ts";
+
+export { configMapDefinition } from "./configmap.ts";
+export { coreEventDefinition } from "./core-event.ts";
+export { eventsV1EventDefinition } from "./events-event.ts";
+export { leaseDefinition } from "./lease.ts";
+export { namespaceDefinition } from "./namespace.ts";
+export { secretDefinition } from "./secret.ts";
+export { serviceAccountDefinition } from "./serviceaccount.ts";
+
+/** The built-in resource definitions. */
+export function builtinDefinitions(): ResourceDefinition[] {
+  return [
+    configMapDefinition,
+    coreEventDefinition,
+    namespaceDefinition,
+    secretDefinition,
+    serviceAccountDefinition,
+    leaseDefinition,
+    eventsV1EventDefinition,
+  ];
+}
+
+/** Built-in API groups in Kubernetes' priority order (discovery lists groups this way). */
+export const BUILTIN_GROUP_ORDER: readonly string[] = ["", "coordination.k8s.io", "events.k8s.io"];
