@@ -1,0 +1,244 @@
+/**
+ * Informers shared across controllers: one per (kind, scope), created on first
+ * request and started as soon as the cache runs, so every controller of a manager
+ * reads the same local copies and the server sees one list and one watch per kind.
+ * A kind whose CRD does not exist yet keeps retrying (discovery is re-read on a
+ * miss) and syncs once the CRD is served.
+ */
+import { matchesLabels, parseLabelSelector } from "../api/labels.ts";
+import type { KubeList, KubeObject } from "../api/meta.ts";
+import { errors } from "../api/status.ts";
+import type { Client, ListOptions, Reader, TypeRef } from "./client.ts";
+import { ApiError } from "./errors.ts";
+import { Informer, type InformerHealth, type InformerOptions } from "./informer.ts";
+import type { RuntimeLogger } from "./reflector.ts";
+
+/** What an informer watches: a namespace, label and field selectors, full objects or metadata. */
+export interface InformerScope {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Objects reduced to apiVersion, kind and metadata (PartialObjectMetadata). */
+  metadataOnly?: boolean;
+}
+
+export interface InformerCacheOptions {
+  /** Resync period of every informer, in ms (0 or unset: none). */
+  resyncMs?: number;
+  /** Drop `metadata.managedFields` from cached objects (default true). */
+  stripManagedFields?: boolean;
+  /**
+   * The scope used for a kind when informerFor, get and list are not given one,
+   * as "apiVersion/kind" → scope (e.g. only labelled Secrets). Unlisted kinds: everything.
+   */
+  defaultScopes?: Record<string, InformerScope>;
+  /** Further informer settings (timeouts, backoff, page size) applied to every informer. */
+  informerOptions?: Omit<InformerOptions<KubeObject>, "resyncMs" | "stripManagedFields">;
+  logger?: RuntimeLogger;
+}
+
+/** One informer's health, with what it watches. */
+export interface CachedInformerHealth extends InformerHealth {
+  apiVersion: string;
+  kind: string;
+  scope: InformerScope;
+}
+
+/** The cache reads of a kind before the cache was started. */
+export class CacheNotStartedError extends Error {
+  override name = "CacheNotStartedError";
+}
+
+function typeKey(type: TypeRef): string {
+  return `${type.apiVersion}/${type.kind}`;
+}
+
+function scopeKey(type: TypeRef, scope: InformerScope): string {
+  return JSON.stringify([
+    typeKey(type),
+    scope.namespace ?? "",
+    scope.labelSelector ?? "",
+    scope.fieldSelector ?? "",
+    scope.metadataOnly === true,
+  ]);
+}
+
+interface Entry {
+  type: TypeRef;
+  scope: InformerScope;
+  informer: Informer<KubeObject>;
+}
+
+/** Matches the field selectors a cache can answer locally: metadata.name and metadata.namespace. */
+function fieldMatcher(selector: string | undefined): (o: KubeObject) => boolean {
+  if (!selector) return () => true;
+  const checks = selector.split(",").map((term) => {
+    const m = /^\s*(metadata\.name|metadata\.namespace)\s*(==|=|!=)\s*(.*?)\s*$/.exec(term);
+    if (!m) {
+      throw errors.badRequest(
+        `field selector "${term}" cannot be answered from the cache (only metadata.name and metadata.namespace)`,
+      );
+    }
+    const [, field, op, value] = m;
+    const pick = (o: KubeObject): string =>
+      (field === "metadata.name" ? o.metadata.name : o.metadata.namespace) ?? "";
+    return op === "!="
+      ? (o: KubeObject) => pick(o) !== value
+      : (o: KubeObject) => pick(o) === value;
+  });
+  return (o) => checks.every((c) => c(o));
+}
+
+export class InformerCache implements Reader {
+  private readonly entries = new Map<string, Entry>();
+  private signal: AbortSignal | undefined;
+
+  constructor(
+    readonly client: Client,
+    private readonly opts: InformerCacheOptions = {},
+  ) {}
+
+  /**
+   * The shared informer for `type` in `scope` (the kind's default scope when
+   * omitted), created on first request; started at once if the cache runs.
+   */
+  informerFor<T extends KubeObject>(type: TypeRef, scope?: InformerScope): Informer<T> {
+    const s = scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {};
+    const key = scopeKey(type, s);
+    let entry = this.entries.get(key);
+    if (!entry) {
+      const informer = new Informer<KubeObject>(this.client, type, {
+        ...this.opts.informerOptions,
+        ...s,
+        resyncMs: this.opts.resyncMs,
+        stripManagedFields: this.opts.stripManagedFields,
+        logger: this.opts.logger,
+      });
+      entry = { type, scope: { ...s }, informer };
+      this.entries.set(key, entry);
+      if (this.signal) informer.start(this.signal);
+    }
+    return entry.informer as unknown as Informer<T>;
+  }
+
+  /** Starts every informer requested so far and, from now on, each one as it is requested. */
+  start(signal: AbortSignal): void {
+    if (this.signal) return;
+    this.signal = signal;
+    for (const e of this.entries.values()) e.informer.start(signal);
+  }
+
+  /** Whether start() was called (and its signal has not aborted). */
+  get running(): boolean {
+    return this.signal !== undefined && !this.signal.aborted;
+  }
+
+  /** Resolves when every informer requested so far has synced. */
+  async waitForSync(signal?: AbortSignal): Promise<void> {
+    await Promise.all([...this.entries.values()].map((e) => e.informer.waitForSync(signal)));
+  }
+
+  /** Whether every informer requested so far has synced. */
+  hasSynced(): boolean {
+    for (const e of this.entries.values()) if (!e.informer.hasSynced()) return false;
+    return true;
+  }
+
+  /**
+   * Reads an object from the kind's informer (waiting for its first sync). Throws
+   * an ApiError NotFound, like the client, when the cache does not hold it.
+   */
+  async get<T extends KubeObject>(
+    type: TypeRef,
+    name: string,
+    namespace?: string,
+    scope?: InformerScope,
+  ): Promise<T> {
+    const informer = await this.synced<T>(type, scope);
+    const obj = informer.get(name, namespace);
+    if (!obj) throw notFound(this.client, type, name);
+    return obj;
+  }
+
+  /** Reads an object without waiting: undefined when not held (or not synced yet). */
+  peek<T extends KubeObject>(
+    type: TypeRef,
+    name: string,
+    namespace?: string,
+    scope?: InformerScope,
+  ): T | undefined {
+    return this.informerFor<T>(type, scope).get(name, namespace);
+  }
+
+  /**
+   * Lists from the kind's informer (waiting for its first sync), filtered by
+   * namespace, label selector and a field selector on metadata.name/namespace.
+   * `metadataOnly` reads the kind's metadata-only informer.
+   */
+  async list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+    const scope = opts.metadataOnly
+      ? { ...(this.opts.defaultScopes?.[typeKey(type)] ?? {}), metadataOnly: true }
+      : undefined;
+    const informer = await this.synced<T>(type, scope, opts.signal);
+    const matchFields = fieldMatcher(opts.fieldSelector);
+    let items = informer.list({ namespace: opts.namespace });
+    if (opts.labelSelector) {
+      const sel = parseLabelSelector(opts.labelSelector);
+      items = items.filter((o) => matchesLabels(sel, o.metadata.labels));
+    }
+    if (opts.fieldSelector) items = items.filter(matchFields);
+    return {
+      apiVersion: type.apiVersion,
+      kind: `${type.kind}List`,
+      metadata: { resourceVersion: informer.resourceVersion },
+      items,
+    };
+  }
+
+  /**
+   * Resolves true once the kind's informer reflects `rv` for `key` (see
+   * Informer.waitForResourceVersion); false on timeout. For read-your-own-writes.
+   */
+  waitForResourceVersion(
+    type: TypeRef,
+    key: { name: string; namespace?: string },
+    rv: string,
+    timeoutMs: number,
+    scope?: InformerScope,
+  ): Promise<boolean> {
+    return this.informerFor(type, scope).waitForResourceVersion(key, rv, timeoutMs);
+  }
+
+  /** The health of every informer. */
+  health(): CachedInformerHealth[] {
+    return [...this.entries.values()].map((e) => ({
+      apiVersion: e.type.apiVersion,
+      kind: e.type.kind,
+      scope: e.scope,
+      ...e.informer.health(),
+    }));
+  }
+
+  private async synced<T extends KubeObject>(
+    type: TypeRef,
+    scope: InformerScope | undefined,
+    signal?: AbortSignal,
+  ): Promise<Informer<T>> {
+    if (!this.signal) {
+      throw new CacheNotStartedError(`the cache is not started; cannot read ${type.kind}`);
+    }
+    const informer = this.informerFor<T>(type, scope);
+    await informer.waitForSync(signal ? AbortSignal.any([signal, this.signal]) : this.signal);
+    return informer;
+  }
+}
+
+function notFound(client: Client, type: TypeRef, name: string): ApiError {
+  const info = client.cachedResource(type);
+  const e = errors.notFound({
+    group: info?.group,
+    resource: info?.plural ?? type.kind.toLowerCase(),
+    name,
+  });
+  return new ApiError(e.status, `cache get ${type.kind}`);
+}
