@@ -37,7 +37,7 @@ function certificate(
   publicKey: string,
   cn: string,
   issuer: forge.pki.Certificate | undefined,
-  signer: forge.pki.PrivateKey,
+  signer: forge.pki.rsa.PrivateKey,
   ext: object[],
 ): forge.pki.Certificate {
   const c = forge.pki.createCertificate();
