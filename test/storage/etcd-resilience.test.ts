@@ -209,9 +209,13 @@ describeWithEtcd("EtcdStore resilience", () => {
   });
 
   it("fails over between the members of a 3-member cluster with a watch running", async () => {
-    const cluster = await startEtcdCluster(3);
+    // Quick elections: a write caught by the loss of the leader waits for the next one.
+    const cluster = await startEtcdCluster(3, [
+      "--heartbeat-interval=50",
+      "--election-timeout=500",
+    ]);
     closers.push(() => cluster.destroy());
-    const s = await open(cluster.endpoints, newPrefix(), { requestTimeoutMs: 5_000 });
+    const s = await open(cluster.endpoints, newPrefix(), { requestTimeoutMs: 1_500 });
     const from = await s.currentRevision();
     const seen = collect(s.watch("/", from));
     const acked: number[] = [];
