@@ -6,18 +6,15 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
-  ClosedError,
   CompactedError,
-  ConflictError,
   FutureRevisionError,
   InvalidKeyError,
   NotFoundError,
-  TooLargeError,
-  WatchOverflowError,
 } from "../../src/storage/errors.ts";
 import { EtcdClient, EtcdStore } from "../../src/storage/etcd.ts";
-import { MAX_VALUE_BYTES, type Store, type WatchEvent } from "../../src/storage/store.ts";
+import type { Store, WatchEvent } from "../../src/storage/store.ts";
 import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
+import { describeStoreConformance } from "./conformance.ts";
 
 /** Reads `n` events from a watch (fails the test if they do not come in time). */
 async function take(
@@ -41,7 +38,7 @@ async function take(
   return out;
 }
 
-describeWithEtcd("EtcdStore", () => {
+describeWithEtcd("etcd backend", () => {
   let etcd: EtcdProcess;
   const stores: Store[] = [];
 
@@ -58,6 +55,18 @@ describeWithEtcd("EtcdStore", () => {
   afterAll(async () => {
     await Promise.all(stores.map((s) => s.close()));
     await etcd?.destroy();
+  });
+
+  // Each store is a fresh prefix on the one etcd of this file.
+  describeStoreConformance("etcd", () =>
+    EtcdStore.open({ endpoints: etcd.endpoints, prefix: newPrefix() }),
+  );
+
+  it("never creates a missing key on update, whatever the expected revision", async () => {
+    const s = await newStore();
+    await expect(s.update("/missing", "x", 0)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(s.delete("/missing", 0)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await s.get("/missing")).toBeNull();
   });
 
   it("stores keys under its prefix, invisible to callers and to other prefixes", async () => {
@@ -83,62 +92,6 @@ describeWithEtcd("EtcdStore", () => {
       expect(res.kvs.map((kv) => kv.value.toString())).toEqual(["from a"]);
     } finally {
       raw.close();
-    }
-  });
-
-  it("creates, updates and deletes with compare-and-swap, each write one revision", async () => {
-    const s = await newStore();
-    const r1 = await s.create("/a", "1");
-    expect(await s.currentRevision()).toBe(r1);
-    await expect(s.create("/a", "again")).rejects.toMatchObject({
-      name: "AlreadyExistsError",
-      current: { key: "/a", value: "1", modRevision: r1 },
-    });
-    const r2 = await s.update("/a", "2", r1);
-    expect(r2).toBe(r1 + 1);
-    const stale = await s.update("/a", "3", r1).catch((e: unknown) => e);
-    expect(stale).toBeInstanceOf(ConflictError);
-    expect((stale as ConflictError).current).toEqual({
-      key: "/a",
-      value: "2",
-      createRevision: r1,
-      modRevision: r2,
-    });
-    expect((stale as ConflictError).currentRevision).toBe(r2);
-    await expect(s.update("/missing", "x", r1)).rejects.toBeInstanceOf(NotFoundError);
-    // An expected revision of 0 never creates a missing key.
-    await expect(s.update("/missing", "x", 0)).rejects.toBeInstanceOf(NotFoundError);
-    expect(await s.get("/missing")).toBeNull();
-    await expect(s.delete("/a", r1)).rejects.toBeInstanceOf(ConflictError);
-    const r3 = await s.delete("/a", r2);
-    expect(r3).toBe(r2 + 1);
-    await expect(s.delete("/a")).rejects.toBeInstanceOf(NotFoundError);
-    const r4 = await s.create("/a", "again");
-    expect(await s.get("/a")).toEqual({
-      key: "/a",
-      value: "again",
-      createRevision: r4,
-      modRevision: r4,
-    });
-    expect(await s.delete("/a")).toBe(r4 + 1);
-    expect(await s.get("/a", { revision: r2 })).toMatchObject({ value: "2", modRevision: r2 });
-    expect(await s.get("/a", { revision: r3 })).toBeNull();
-  });
-
-  it("lets exactly one of many concurrent CAS writers win", async () => {
-    const s = await newStore();
-    const r0 = await s.create("/cas", "0");
-    const results = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) => s.update("/cas", `w${i}`, r0)),
-    );
-    const won = results.filter((r) => r.status === "fulfilled");
-    expect(won).toHaveLength(1);
-    const winner = (won[0] as PromiseFulfilledResult<number>).value;
-    for (const r of results) {
-      if (r.status === "rejected") {
-        expect(r.reason).toBeInstanceOf(ConflictError);
-        expect((r.reason as ConflictError).currentRevision).toBe(winner);
-      }
     }
   });
 
@@ -196,37 +149,6 @@ describeWithEtcd("EtcdStore", () => {
     expect(await s.compactedRevision()).toBe(r2);
   });
 
-  it("watches with etcd's events translated, from an exclusive revision, with prev values", async () => {
-    const s = await newStore();
-    const r0 = await s.create("/w/skip", "before");
-    const r1 = await s.create("/w/a", "1");
-    const r2 = await s.update("/w/a", "2", r1);
-    await s.create("/elsewhere", "x");
-    const r3 = await s.delete("/w/a");
-    const w = s.watch("/w/", r0);
-    const events = await take(w[Symbol.asyncIterator](), 3);
-    w.cancel();
-    expect(events).toEqual([
-      { type: "create", key: "/w/a", revision: r1, value: "1", createRevision: r1, prev: null },
-      {
-        type: "update",
-        key: "/w/a",
-        revision: r2,
-        value: "2",
-        createRevision: r1,
-        prev: { key: "/w/a", value: "1", createRevision: r1, modRevision: r1 },
-      },
-      {
-        type: "delete",
-        key: "/w/a",
-        revision: r3,
-        value: null,
-        createRevision: r1,
-        prev: { key: "/w/a", value: "2", createRevision: r1, modRevision: r2 },
-      },
-    ]);
-  });
-
   it("watches from now: a write issued right after watch() is seen, earlier ones are not", async () => {
     const s = await newStore();
     await s.create("/n/old", "x");
@@ -253,58 +175,6 @@ describeWithEtcd("EtcdStore", () => {
     const [ev] = await take(at[Symbol.asyncIterator](), 1);
     at.cancel();
     expect(ev).toMatchObject({ type: "update", revision: r3, prev: { value: "2" } });
-  });
-
-  it("cuts off a watcher that falls behind without holding up writers or other watchers", async () => {
-    const s = await newStore();
-    const from = await s.currentRevision();
-    const slow = s.watch("/o/", from, { bufferSize: 5 });
-    const fast = s.watch("/o/", from);
-    const fastIter = fast[Symbol.asyncIterator]();
-    const writes = [];
-    for (let i = 0; i < 30; i++) writes.push(await s.create(`/o/${i}`, "v"));
-    const seen = await take(fastIter, 30);
-    expect(seen.map((e) => e.revision)).toEqual(writes);
-    fast.cancel();
-    const err = await (async () => {
-      for await (const _ of slow) {
-        // never reached: the watcher is cut off before it reads
-      }
-    })().catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(WatchOverflowError);
-    expect((err as WatchOverflowError).lastDeliveredRevision).toBe(from);
-  });
-
-  it("rejects bad input with typed errors and stores nothing", async () => {
-    const s = await newStore();
-    const big = "x".repeat(MAX_VALUE_BYTES + 1);
-    await expect(s.create("/big", big)).rejects.toBeInstanceOf(TooLargeError);
-    await expect(s.create("", "v")).rejects.toBeInstanceOf(InvalidKeyError);
-    await expect(s.create("no-slash", "v")).rejects.toBeInstanceOf(InvalidKeyError);
-    await expect(s.create("/nul\0", "v")).rejects.toBeInstanceOf(InvalidKeyError);
-    await expect(s.create(`/${"k".repeat(2000)}`, "v")).rejects.toBeInstanceOf(TooLargeError);
-    await expect(s.create("/lone", "\ud800")).rejects.toBeInstanceOf(InvalidKeyError);
-    expect((await s.list("")).items).toEqual([]);
-    // The largest value allowed fits through etcd (its request limit is set above it).
-    const max = "y".repeat(MAX_VALUE_BYTES);
-    const r = await s.create("/max", max);
-    expect((await s.get("/max"))?.value.length).toBe(MAX_VALUE_BYTES);
-    await s.update("/max", max, r);
-  });
-
-  it("fails every call after close with ClosedError and ends its watches", async () => {
-    const s = await newStore();
-    const w = s.watch("/", 0);
-    const pending = w[Symbol.asyncIterator]().next();
-    await s.close();
-    expect(await pending).toEqual({ done: true, value: undefined });
-    await expect(s.get("/a")).rejects.toBeInstanceOf(ClosedError);
-    await expect(s.create("/a", "v")).rejects.toBeInstanceOf(ClosedError);
-    await expect(s.currentRevision()).rejects.toBeInstanceOf(ClosedError);
-    await expect(s.watch("/", 0)[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(
-      ClosedError,
-    );
-    await s.close();
   });
 
   it("fails to open with UnavailableError when no endpoint answers", async () => {
