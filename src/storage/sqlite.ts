@@ -7,6 +7,12 @@
  * compare-and-swap check, and each promise settles only after that transaction commits.
  * Watches are fed in process from the commit path and replay older changes from history.
  * Compaction deletes superseded history in small transactions between commits.
+ *
+ * The file is locked for this process (SQLite's exclusive locking mode): another
+ * process cannot open it, for writing or reading, until the store is closed. POSIX
+ * locks belong to the whole process and any close() of a descriptor of the file
+ * releases them, so do not open, read or copy the database file from the process that
+ * has the store open (a second SqliteStore.open of it is refused for this reason).
  */
 import type Database from "better-sqlite3";
 import {
@@ -97,6 +103,7 @@ export class SqliteStore implements Store {
   /** The database file (or ":memory:"). */
   readonly path: string;
   readonly #db: Database.Database;
+  readonly #release: () => void;
   readonly #sql: Statements;
   readonly #opts: ResolvedSqliteStoreOptions;
   #revision: number;
@@ -117,9 +124,15 @@ export class SqliteStore implements Store {
     lastCompactionError: null,
   };
 
-  private constructor(path: string, db: Database.Database, opts: ResolvedSqliteStoreOptions) {
+  private constructor(
+    path: string,
+    db: Database.Database,
+    release: () => void,
+    opts: ResolvedSqliteStoreOptions,
+  ) {
     this.path = path;
     this.#db = db;
+    this.#release = release;
     this.#opts = opts;
     this.#sql = prepareStatements(db);
     this.#compacted = this.#sql.getMeta.get(META_COMPACTED) ?? 0;
@@ -142,11 +155,12 @@ export class SqliteStore implements Store {
    */
   static open(path: string, opts: SqliteStoreOptions = {}): SqliteStore {
     const resolved = resolveOptions(opts);
-    const db = openDatabase(path, { durable: resolved.durable });
+    const { db, release } = openDatabase(path, { durable: resolved.durable });
     try {
-      return new SqliteStore(path, db, resolved);
+      return new SqliteStore(path, db, release, resolved);
     } catch (error) {
       db.close();
+      release();
       throw error;
     }
   }
@@ -260,6 +274,7 @@ export class SqliteStore implements Store {
     for (const watch of [...this.#watches]) watch.end();
     this.#watches.clear();
     this.#db.close();
+    this.#release();
   }
 
   // ---- writes -------------------------------------------------------------------------

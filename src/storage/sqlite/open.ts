@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import nodePath from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "../errors.ts";
 import { APPLICATION_ID, CREATE_SCHEMA, SCHEMA_VERSION, TABLES } from "./schema.ts";
@@ -39,12 +40,29 @@ export interface OpenDatabaseOptions {
 }
 
 /**
+ * Store files open in this process. POSIX advisory locks belong to the process and any
+ * close() of a descriptor of the file drops them all, so a second open in the same
+ * process must be refused before the file is even read.
+ */
+const openInProcess = new Set<string>();
+
+/** An open store database and the call that gives up its claim on the file. */
+export interface OpenedDatabase {
+  db: Database.Database;
+  release: () => void;
+}
+
+/**
  * Opens (creating if absent) a store database, holding it exclusively for this process.
  * Everything that could refuse the file (not SQLite, damaged, another application's,
- * newer schema, opened by another process) is checked before anything is written.
+ * newer schema, opened by this or another process) is checked before anything is written.
  */
-export function openDatabase(path: string, opts: OpenDatabaseOptions): Database.Database {
+export function openDatabase(path: string, opts: OpenDatabaseOptions): OpenedDatabase {
   const memory = path === ":memory:" || path === "";
+  const claim = memory ? null : canonicalPath(path);
+  if (claim !== null && openInProcess.has(claim)) {
+    throw new SqliteOpenError(path, "locked", "the store is already open in this process");
+  }
   const size = memory ? 0 : inspectHeader(path);
   const db = new Database(path, { timeout: 0 });
   try {
@@ -57,10 +75,28 @@ export function openDatabase(path: string, opts: OpenDatabaseOptions): Database.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.pragma("temp_store = MEMORY");
     if (isNew) db.transaction(() => db.exec(CREATE_SCHEMA))();
-    return db;
   } catch (error) {
     db.close();
     throw error;
+  }
+  if (claim !== null) openInProcess.add(claim);
+  return { db, release: () => claim !== null && openInProcess.delete(claim) };
+}
+
+/** The file's real path (through symlinks), also for a file that does not exist yet. */
+function canonicalPath(path: string): string {
+  const absolute = nodePath.resolve(path);
+  try {
+    return fs.realpathSync(absolute);
+  } catch {
+    try {
+      return nodePath.join(
+        fs.realpathSync(nodePath.dirname(absolute)),
+        nodePath.basename(absolute),
+      );
+    } catch {
+      return absolute;
+    }
   }
 }
 
