@@ -1,0 +1,240 @@
+/**
+ * Event recording (core/v1 Events), deduplicated and bounded, as client-go's
+ * recorder behaves:
+ *
+ * - Deduplication: an Event identical to an earlier one (same object by UID,
+ *   type, reason, message and component) does not create a new object; the
+ *   first one's `count` and `lastTimestamp` are patched instead. Repeats that
+ *   arrive while a write is in flight are folded into the next write.
+ * - Spam filter: each (component, object) pair may record `EVENT_SPAM_BURST`
+ *   Events, refilled at one per `EVENT_SPAM_REFILL_MS`; beyond that Events are
+ *   dropped (and logged at debug), so a hot loop cannot flood the API.
+ * - The dedup cache is an LRU of `EVENT_CACHE_SIZE` entries.
+ *
+ * Recording never throws and never blocks the caller: writes run in the
+ * background (`flush()` waits for them), failures are logged. Events are
+ * informative; nothing may depend on them being written.
+ */
+import type { KubeObject } from "../api/meta.ts";
+import { nowTimestamp } from "../api/meta.ts";
+import type { Client } from "./client.ts";
+import { isNotFound } from "./errors.ts";
+import { type Logger, silentLogger } from "./log.ts";
+
+export type EventType = "Normal" | "Warning";
+
+/** Records Events about objects. */
+export interface EventRecorder {
+  /** Records an Event about `obj` (which needs apiVersion, kind and metadata.name). */
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void;
+  normal(obj: KubeObject, reason: string, message: string): void;
+  warning(obj: KubeObject, reason: string, message: string): void;
+}
+
+/** Entries of the deduplication cache (client-go's maxLruCacheEntries). */
+export const EVENT_CACHE_SIZE = 4096;
+/** Events a (component, object) pair may record in a burst (client-go's spam burst). */
+export const EVENT_SPAM_BURST = 25;
+/** One more Event is allowed per this many ms once the burst is spent (client-go: 1 per 5 min). */
+export const EVENT_SPAM_REFILL_MS = 300_000;
+/** Longer messages are truncated to this many characters. */
+export const EVENT_MESSAGE_MAX = 1024;
+/** Namespace of Events about cluster-scoped objects. */
+export const CLUSTER_EVENT_NAMESPACE = "default";
+
+const EVENT_TYPE = { apiVersion: "v1", kind: "Event" } as const;
+
+export interface RecorderOptions {
+  /** `source.component` and `reportingComponent` (e.g. the controller's name). */
+  component: string;
+  /** `source.host` and `reportingInstance` (e.g. the manager's identity). */
+  instance?: string;
+  logger?: Logger;
+  /** Milliseconds clock for the spam filter; Date.now by default. */
+  now?: () => number;
+}
+
+interface Series {
+  namespace: string;
+  /** The Event object's name, once created. */
+  name?: string;
+  count: number;
+  /** Count the server has. */
+  written: number;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  body: Record<string, unknown>;
+  writing?: Promise<void>;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+let sequence = 0n;
+
+/** A unique Event name: `<object>.<hex>`, as client-go names them. */
+function eventName(objName: string): string {
+  sequence = (sequence + 1n) % 1_000_000n;
+  const stamp = BigInt(Date.now()) * 1_000_000n + sequence;
+  return `${objName}.${stamp.toString(16)}`;
+}
+
+/** The recorder a controller uses; writes core/v1 Events through `client`. */
+export class Recorder implements EventRecorder {
+  private readonly series = new Map<string, Series>();
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly pending = new Set<Promise<void>>();
+  private readonly log: Logger;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly client: Pick<Client, "create" | "patch">,
+    private readonly opts: RecorderOptions,
+  ) {
+    this.log = opts.logger ?? silentLogger();
+    this.now = opts.now ?? Date.now;
+  }
+
+  normal(obj: KubeObject, reason: string, message: string): void {
+    this.event(obj, "Normal", reason, message);
+  }
+
+  warning(obj: KubeObject, reason: string, message: string): void {
+    this.event(obj, "Warning", reason, message);
+  }
+
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+    const { apiVersion, kind } = obj;
+    const { name, namespace, uid } = obj.metadata;
+    if (!apiVersion || !kind || !name) {
+      this.log.warn(
+        { reason },
+        "cannot record an Event about an object without apiVersion, kind and name",
+      );
+      return;
+    }
+    const text =
+      message.length > EVENT_MESSAGE_MAX
+        ? `${message.slice(0, EVENT_MESSAGE_MAX - 3)}...`
+        : message;
+    const objKey = `${apiVersion}|${kind}|${namespace ?? ""}|${name}|${uid ?? ""}`;
+    if (!this.allow(objKey)) {
+      this.log.debug({ kind, name, reason }, "event dropped by the spam filter");
+      return;
+    }
+    const key = `${objKey}|${type}|${reason}|${text}`;
+    const ts = nowTimestamp();
+    let s = this.series.get(key);
+    if (s) {
+      this.series.delete(key); // re-insert: most recently used last
+      s.count++;
+      s.lastTimestamp = ts;
+    } else {
+      const involvedObject: Record<string, string> = { apiVersion, kind, name };
+      if (namespace) involvedObject.namespace = namespace;
+      if (uid) involvedObject.uid = uid;
+      if (obj.metadata.resourceVersion)
+        involvedObject.resourceVersion = obj.metadata.resourceVersion;
+      const source: Record<string, string> = { component: this.opts.component };
+      if (this.opts.instance) source.host = this.opts.instance;
+      s = {
+        namespace: namespace || CLUSTER_EVENT_NAMESPACE,
+        count: 1,
+        written: 0,
+        firstTimestamp: ts,
+        lastTimestamp: ts,
+        body: {
+          involvedObject,
+          reason,
+          message: text,
+          type,
+          source,
+          reportingComponent: this.opts.component,
+          reportingInstance: this.opts.instance ?? "",
+        },
+      };
+    }
+    this.series.set(key, s);
+    if (this.series.size > EVENT_CACHE_SIZE) {
+      const oldest = this.series.keys().next().value as string;
+      this.series.delete(oldest);
+    }
+    if (!s.writing) {
+      const series = s;
+      const p = this.pump(series).finally(() => {
+        series.writing = undefined;
+        this.pending.delete(p);
+      });
+      series.writing = p;
+      this.pending.add(p);
+    }
+  }
+
+  /** Resolves when every Event recorded so far has been written (or failed). */
+  async flush(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  /** Writes the series until the server has its latest count. */
+  private async pump(s: Series): Promise<void> {
+    while (s.written < s.count) {
+      const count = s.count;
+      try {
+        if (s.name) {
+          try {
+            await this.client.patch(
+              EVENT_TYPE,
+              s.name,
+              s.namespace,
+              { count, lastTimestamp: s.lastTimestamp },
+              { type: "merge" },
+            );
+          } catch (e) {
+            if (!isNotFound(e)) throw e;
+            s.name = undefined; // the Event expired or was deleted: start a new one
+            continue;
+          }
+        } else {
+          const name = eventName(String((s.body.involvedObject as { name: string }).name));
+          await this.client.create({
+            ...EVENT_TYPE,
+            metadata: { name, namespace: s.namespace },
+            ...s.body,
+            count,
+            firstTimestamp: s.firstTimestamp,
+            lastTimestamp: s.lastTimestamp,
+          });
+          s.name = name;
+        }
+        s.written = count;
+      } catch (e) {
+        this.log.warn(
+          { err: e instanceof Error ? e.message : String(e), reason: s.body.reason },
+          "could not write Event",
+        );
+        return;
+      }
+    }
+  }
+
+  private allow(objKey: string): boolean {
+    const now = this.now();
+    let b = this.buckets.get(objKey);
+    if (!b) {
+      b = { tokens: EVENT_SPAM_BURST, at: now };
+    } else {
+      this.buckets.delete(objKey);
+      b.tokens = Math.min(EVENT_SPAM_BURST, b.tokens + (now - b.at) / EVENT_SPAM_REFILL_MS);
+      b.at = now;
+    }
+    this.buckets.set(objKey, b);
+    if (this.buckets.size > EVENT_CACHE_SIZE) {
+      this.buckets.delete(this.buckets.keys().next().value as string);
+    }
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+}

@@ -1,0 +1,408 @@
+/**
+ * The manager runs a set of controllers against one API server:
+ *
+ * 1. serves `/metrics`, `/healthz` and `/readyz` (when addresses are given);
+ * 2. connects every controller's watches to shared informers, starts them, and
+ *    waits until they have synced (bounded by `cacheSyncTimeoutMs`);
+ * 3. with leader election, campaigns for a Lease and runs the controllers only
+ *    while it leads; a standby keeps its informers (and queues) warm, so it takes
+ *    over with a full cache. Losing the lease stops reconciling at once (signals
+ *    of reconciles in flight abort and their writes are refused), and the
+ *    manager campaigns again;
+ * 4. on shutdown (its signal aborts, or `stop()`): stops the controllers,
+ *    letting reconciles in flight finish for up to `gracefulShutdownTimeoutMs`
+ *    while it still renews the lease, then releases the lease (when
+ *    `releaseOnCancel`), stops the informers and closes its servers.
+ *
+ * The finalizers the controllers declare are published on the leader's Lease
+ * in the `setpoint.dev/finalizers` annotation (sorted, comma-separated), so
+ * tools can tell a finalizer someone handles from an abandoned one.
+ */
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import type { KubeObject } from "../api/meta.ts";
+import { ControllerBuilder, connectWatch, type WatchSpec } from "./builder.ts";
+import { InformerCache, type InformerCacheOptions } from "./cache.ts";
+import { Client, type RestConfig } from "./client.ts";
+import { Controller, type ControllerOptions } from "./controller.ts";
+import { type CheckResult, HealthChecks, type ProbeServer, startProbeServer } from "./health.ts";
+import { LeaderElector } from "./leaderelection.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { RuntimeMetrics } from "./metrics.ts";
+
+/** The Lease annotation listing the finalizers this manager's controllers handle. */
+export const FINALIZERS_ANNOTATION = "setpoint.dev/finalizers";
+/** Default time reconciles in flight get to finish on shutdown (controller-runtime's 30 s). */
+export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30_000;
+/** Default bound on the initial cache sync (controller-runtime's 2 min). */
+export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
+/**
+ * An informer counts as stalled (failing /healthz and /readyz) when it has had no
+ * open watch and no activity for this long.
+ */
+export const DEFAULT_INFORMER_STALL_MS = 60_000;
+
+export interface LeaderElectionOptions {
+  /** The Lease's name. */
+  id: string;
+  /** The Lease's namespace. */
+  namespace: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /** Give the lease up on shutdown so a standby takes over at once (default true). */
+  releaseOnCancel?: boolean;
+}
+
+export interface ManagerOptions {
+  /** The client to use; or `restConfig` to build one; else the kubeconfig is loaded. */
+  client?: Client;
+  restConfig?: RestConfig;
+  /** Unique per process: `<hostname>_<uuid>` by default. */
+  identity?: string;
+  leaderElection?: LeaderElectionOptions;
+  /** Where to serve /metrics ("host:port", ":port", 0 for a free port); not served when unset. */
+  metricsAddr?: string | number;
+  /** Where to serve /healthz and /readyz; may equal metricsAddr (one server). */
+  healthAddr?: string | number;
+  gracefulShutdownTimeoutMs?: number;
+  cacheSyncTimeoutMs?: number;
+  informerStallMs?: number;
+  cache?: InformerCacheOptions;
+  logger?: Logger;
+  metrics?: RuntimeMetrics;
+}
+
+interface Registered {
+  controller: Controller;
+  watches: WatchSpec[];
+  connected: boolean;
+}
+
+type State = "new" | "starting" | "running" | "stopping" | "stopped";
+
+export class Manager {
+  readonly client: Client;
+  readonly cache: InformerCache;
+  readonly metrics: RuntimeMetrics;
+  readonly identity: string;
+  readonly log: Logger;
+  /** Liveness checks (add your own). */
+  readonly healthz = new HealthChecks();
+  /** Readiness checks (add your own). */
+  readonly readyz = new HealthChecks();
+  private readonly opts: ManagerOptions;
+  private readonly registered: Registered[] = [];
+  private readonly elector: LeaderElector | undefined;
+  private readonly cacheAbort = new AbortController();
+  private readonly electorAbort = new AbortController();
+  private metricsServer: ProbeServer | undefined;
+  private healthServer: ProbeServer | undefined;
+  private state: State = "new";
+  private leading = false;
+  private everLed = false;
+  private synced = false;
+  private electedWaiters: (() => void)[] = [];
+  private stopPromise: Promise<void> | undefined;
+  private electorRun: Promise<void> | undefined;
+  private resolveDone!: () => void;
+  /** Resolves when the manager has stopped. */
+  readonly done: Promise<void> = new Promise((r) => {
+    this.resolveDone = r;
+  });
+
+  constructor(opts: ManagerOptions = {}) {
+    this.opts = opts;
+    this.client =
+      opts.client ?? (opts.restConfig ? new Client(opts.restConfig) : Client.fromKubeconfig());
+    this.identity = opts.identity ?? `${os.hostname()}_${randomUUID()}`;
+    this.log = opts.logger ?? createLogger();
+    this.metrics = opts.metrics ?? new RuntimeMetrics();
+    this.cache = new InformerCache(this.client, { logger: this.log, ...opts.cache });
+    const le = opts.leaderElection;
+    if (le) {
+      this.metrics.leaderStatus(le.id, false);
+      this.elector = new LeaderElector(this.client, {
+        name: le.id,
+        namespace: le.namespace,
+        identity: this.identity,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        releaseOnCancel: le.releaseOnCancel,
+        annotations: () => this.leaseAnnotations(),
+        logger: this.log,
+        onStartedLeading: () => this.startedLeading(),
+        onStoppedLeading: () => this.stoppedLeading(),
+        onNewLeader: (id) => this.log.info({ leader: id || "(none)" }, "observed leader"),
+      });
+    }
+    this.healthz.add("ping", () => ({ ok: true }));
+    this.healthz.add("informers", () => this.informersCheck());
+    if (this.elector) this.healthz.add("leader-election", () => this.elector!.check());
+    this.readyz.add("ping", () => ({ ok: true }));
+    this.readyz.add("informers-synced", () =>
+      this.synced && this.cache.hasSynced()
+        ? { ok: true }
+        : { ok: false, reason: "caches not synced" },
+    );
+    this.readyz.add("informers", () => this.informersCheck());
+  }
+
+  /** Starts a controller declaration bound to this manager. */
+  controller(name: string): ControllerBuilder {
+    return new ControllerBuilder(this, name);
+  }
+
+  /**
+   * Registers a controller (the builder's `complete` calls this). Controllers
+   * added after start are connected and started right away.
+   */
+  addController(
+    base: Omit<ControllerOptions, "client" | "cache">,
+    watches: WatchSpec[],
+  ): Controller {
+    if (this.registered.some((r) => r.controller.name === base.name)) {
+      throw new Error(`a controller named "${base.name}" is already registered`);
+    }
+    if (this.state === "stopping" || this.state === "stopped") {
+      throw new Error("the manager is stopping");
+    }
+    const controller = new Controller({
+      ...base,
+      client: this.client,
+      cache: this.cache,
+      logger: this.log,
+      metrics: this.metrics,
+      instance: this.identity,
+    });
+    for (const w of watches) controller.usesCachedType(w.type);
+    const reg: Registered = { controller, watches, connected: false };
+    this.registered.push(reg);
+    if (this.state === "starting" || this.state === "running") {
+      void this.connect(reg).then(() => {
+        if (this.state === "running" && this.isLeader) controller.start();
+      });
+    }
+    return controller;
+  }
+
+  /** The controllers registered so far. */
+  get controllers(): readonly Controller[] {
+    return this.registered.map((r) => r.controller);
+  }
+
+  /** Whether this manager runs its controllers now (always true without leader election, once running). */
+  get isLeader(): boolean {
+    return this.elector ? this.leading : this.state === "running";
+  }
+
+  /** The finalizers the controllers declare, sorted and de-duplicated. */
+  finalizers(): string[] {
+    return [...new Set(this.registered.flatMap((r) => r.controller.finalizers))].sort();
+  }
+
+  /** "host:port" of the metrics server, once started. */
+  get metricsAddress(): string | undefined {
+    return this.metricsServer?.address;
+  }
+
+  /** "host:port" of the health server, once started. */
+  get healthAddress(): string | undefined {
+    return this.healthServer?.address;
+  }
+
+  /** Resolves once this manager leads (at once without leader election). */
+  elected(): Promise<void> {
+    if (this.isLeader) return Promise.resolve();
+    return new Promise((r) => this.electedWaiters.push(r));
+  }
+
+  /**
+   * Starts everything and resolves once the caches have synced (leadership may
+   * come later; see `elected()`). Aborting `signal` shuts down like `stop()`.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.state !== "new") throw new Error("a manager starts only once");
+    this.state = "starting";
+    signal?.addEventListener("abort", () => void this.stop(), { once: true });
+    try {
+      await this.startServers();
+      for (const reg of this.registered) await this.connect(reg);
+      this.cache.start(this.cacheAbort.signal);
+      await this.waitForSync();
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
+    if (this.state !== "starting") return; // stopped meanwhile
+    this.synced = true;
+    this.state = "running";
+    this.log.info(
+      { identity: this.identity, controllers: this.registered.length },
+      "manager started",
+    );
+    if (this.elector) {
+      this.electorRun = this.elector.run(this.electorAbort.signal);
+    } else {
+      this.startedLeading();
+    }
+  }
+
+  /** Starts, then waits until the manager has stopped. */
+  async run(signal?: AbortSignal): Promise<void> {
+    await this.start(signal);
+    await this.done;
+  }
+
+  /** Graceful shutdown (see the module doc). Safe to call more than once. */
+  stop(): Promise<void> {
+    this.stopPromise ??= this.shutdown();
+    return this.stopPromise;
+  }
+
+  private async shutdown(): Promise<void> {
+    const wasRunning = this.state === "running";
+    this.state = "stopping";
+    this.log.info("manager stopping");
+    const grace = this.opts.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS;
+    // Drain while still holding (and renewing) the lease.
+    await Promise.all(this.registered.map((r) => r.controller.shutDown(grace)));
+    this.electorAbort.abort();
+    if (this.electorRun) await this.electorRun;
+    this.leading = false;
+    if (this.opts.leaderElection) this.metrics.leaderStatus(this.opts.leaderElection.id, false);
+    this.cacheAbort.abort();
+    await Promise.all(
+      this.registered.map((r) => {
+        const rec = r.controller.recorder as { flush?: () => Promise<void> };
+        return rec.flush ? withTimeout(rec.flush(), 2_000) : undefined;
+      }),
+    );
+    await this.closeServers();
+    this.state = "stopped";
+    for (const w of this.electedWaiters.splice(0)) w();
+    this.log.info({ wasRunning }, "manager stopped");
+    this.resolveDone();
+  }
+
+  private startedLeading(): void {
+    if (this.state !== "running") return;
+    this.leading = true;
+    if (this.opts.leaderElection) this.metrics.leaderStatus(this.opts.leaderElection.id, true);
+    for (const reg of this.registered) {
+      if (!reg.connected) continue;
+      // After a lost lease, another leader ran meanwhile: look at everything again.
+      if (this.everLed) reg.controller.enqueueAll();
+      reg.controller.start();
+    }
+    this.everLed = true;
+    for (const w of this.electedWaiters.splice(0)) w();
+  }
+
+  private async stoppedLeading(): Promise<void> {
+    this.leading = false;
+    if (this.opts.leaderElection) this.metrics.leaderStatus(this.opts.leaderElection.id, false);
+    // Stop promptly: another candidate may take over once the lease expires.
+    await Promise.all(
+      this.registered.map((r) => r.controller.stop({ graceMs: 0, reason: "leadership lost" })),
+    );
+  }
+
+  private leaseAnnotations(): Record<string, string> {
+    const f = this.finalizers();
+    return f.length > 0 ? { [FINALIZERS_ANNOTATION]: f.join(",") } : {};
+  }
+
+  private async connect(reg: Registered): Promise<void> {
+    if (reg.connected) return;
+    reg.connected = true;
+    const forType = reg.watches[0]?.type;
+    let forNamespaced: boolean | undefined;
+    if (forType) {
+      try {
+        forNamespaced = (await this.client.resourceFor(forType)).namespaced;
+      } catch (e) {
+        this.log.warn(
+          {
+            controller: reg.controller.name,
+            kind: forType.kind,
+            err: e instanceof Error ? e.message : String(e),
+          },
+          "kind not served yet; will look it up again on events",
+        );
+      }
+    }
+    const ownerNamespaced = () =>
+      forNamespaced ?? (forType ? this.client.cachedResource(forType)?.namespaced : undefined);
+    for (const spec of reg.watches) {
+      const informer = this.cache.informerFor<KubeObject>(spec.type, spec.scope);
+      connectWatch(reg.controller, spec, informer, ownerNamespaced);
+    }
+  }
+
+  private async waitForSync(): Promise<void> {
+    const timeoutMs = this.opts.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
+    const signal = AbortSignal.any([this.cacheAbort.signal, AbortSignal.timeout(timeoutMs)]);
+    try {
+      await this.cache.waitForSync(signal);
+    } catch (e) {
+      if (this.cacheAbort.signal.aborted) return;
+      const pending = this.cache
+        .health()
+        .filter((h) => !h.synced)
+        .map((h) => `${h.kind} (${h.lastError ?? "no error"})`);
+      throw new Error(
+        `caches did not sync within ${timeoutMs} ms: ${pending.join(", ") || String(e)}`,
+      );
+    }
+  }
+
+  private informersCheck(): CheckResult {
+    const stallMs = this.opts.informerStallMs ?? DEFAULT_INFORMER_STALL_MS;
+    const stalled = this.cache
+      .health()
+      .filter((h) => !h.watching && h.lastEventAgeMs > stallMs)
+      .map(
+        (h) =>
+          `${h.kind}: no watch for ${Math.round(h.lastEventAgeMs / 1000)}s${h.lastError ? ` (${h.lastError})` : ""}`,
+      );
+    return stalled.length === 0
+      ? { ok: true }
+      : { ok: false, reason: `stalled informers: ${stalled.join("; ")}` };
+  }
+
+  private async startServers(): Promise<void> {
+    const { metricsAddr, healthAddr } = this.opts;
+    if (metricsAddr !== undefined && String(metricsAddr) === String(healthAddr)) {
+      const both = await startProbeServer(metricsAddr, {
+        metrics: this.metrics,
+        healthz: this.healthz,
+        readyz: this.readyz,
+      });
+      this.metricsServer = both;
+      this.healthServer = both;
+      return;
+    }
+    if (metricsAddr !== undefined) {
+      this.metricsServer = await startProbeServer(metricsAddr, { metrics: this.metrics });
+    }
+    if (healthAddr !== undefined) {
+      this.healthServer = await startProbeServer(healthAddr, {
+        healthz: this.healthz,
+        readyz: this.readyz,
+      });
+    }
+  }
+
+  private async closeServers(): Promise<void> {
+    const servers = new Set([this.metricsServer, this.healthServer]);
+    await Promise.all([...servers].map((s) => s?.close()));
+  }
+}
+
+async function withTimeout(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
