@@ -146,16 +146,39 @@ export const errors = {
       details(s),
     );
   },
-  /** 409 for server-side apply field ownership conflicts; causes name field and manager. */
+  /**
+   * 409 for server-side apply field ownership conflicts. Each cause names a field
+   * (`.spec.replicas`) and, in its message, the manager (`conflict with "m" using v1`).
+   * The message is Kubernetes': for one conflict `Apply failed with 1 conflict:
+   * conflict with "m" using v1: .spec.replicas`; for several, grouped by manager in
+   * the order the causes name them (`conflicts with "m" using v1:` then `- <field>` lines).
+   */
   applyConflict(causes: StatusCause[]): StatusError {
-    const lines = causes.map((c) => `- ${c.message ?? ""}`).join("\n");
     const n = causes.length;
-    return failure(
-      409,
-      "Conflict",
-      `Apply failed with ${n} conflict${n === 1 ? "" : "s"}: ${lines.replace(/^- /, "")}`,
-      { causes },
-    );
+    if (n === 1) {
+      const c = causes[0];
+      return failure(
+        409,
+        "Conflict",
+        `Apply failed with 1 conflict: ${c.message ?? ""}: ${c.field ?? ""}`,
+        { causes },
+      );
+    }
+    const groups = new Map<string, string[]>();
+    for (const c of causes) {
+      const who = (c.message ?? "").replace(/^conflict with /, "");
+      const fields = groups.get(who) ?? [];
+      fields.push(c.field ?? "");
+      groups.set(who, fields);
+    }
+    const lines: string[] = [];
+    for (const [who, fields] of groups) {
+      lines.push(`conflicts with ${who}:`);
+      for (const f of fields) lines.push(`- ${f}`);
+    }
+    return failure(409, "Conflict", `Apply failed with ${n} conflicts: ${lines.join("\n")}`, {
+      causes,
+    });
   },
   gone(message: string): StatusError {
     return failure(410, "Gone", message);

@@ -1,0 +1,201 @@
+/**
+ * JSON value helpers for field management: structural equality, the total order
+ * Kubernetes' structured-merge-diff defines over values (used to sort list-item path
+ * elements), and JSON text written the way Go's encoder writes it (object keys
+ * sorted, `<`, `>` and `&` escaped), since that text ends up in `k:`/`v:` path
+ * elements and in the last-applied annotation, where clients compare it byte for byte.
+ */
+
+/** True for a plain JSON object (not null, not an array). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The keys of a JSON object whose values are not `undefined`, in insertion order. */
+export function definedKeys(o: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const k of Object.keys(o)) if (o[k] !== undefined) out.push(k);
+  return out;
+}
+
+/** Sets `obj[key]` as an own data property, also for the key "__proto__". */
+export function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") {
+    Object.defineProperty(obj, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  } else {
+    obj[key] = value;
+  }
+}
+
+/** `obj[key]` if it is an own property, else undefined (never reads the prototype). */
+export function getOwn(obj: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
+}
+
+/** A deep copy of a JSON value; object keys keep their order. */
+export function cloneJson<T>(v: T): T {
+  if (typeof v !== "object" || v === null) return v;
+  if (Array.isArray(v)) return v.map((x) => cloneJson(x)) as T;
+  const src = v as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(src)) {
+    if (src[k] !== undefined) setOwn(out, k, cloneJson(src[k]));
+  }
+  return out as T;
+}
+
+/**
+ * Structural equality of JSON values: objects compare by their keys regardless of
+ * order, a member set to `undefined` counts as absent.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  const aArr = Array.isArray(a);
+  if (aArr !== Array.isArray(b)) return false;
+  if (aArr) {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!jsonEqual(x[i], y[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let count = 0;
+  for (const k of Object.keys(x)) {
+    if (x[k] === undefined) continue;
+    count++;
+    if (!Object.hasOwn(y, k) || !jsonEqual(x[k], y[k])) return false;
+  }
+  for (const k of Object.keys(y)) if (y[k] !== undefined) count--;
+  return count === 0;
+}
+
+function isSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdfff;
+}
+
+/**
+ * Compares strings by Unicode code point, which is the byte order of their UTF-8
+ * encoding (how Go compares strings). Returns -1, 0 or 1.
+ */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const ca = a.charCodeAt(i);
+    const cb = b.charCodeAt(i);
+    if (ca === cb) continue;
+    const sa = isSurrogate(ca);
+    if (sa !== isSurrogate(cb)) return sa ? 1 : -1;
+    return ca < cb ? -1 : 1;
+  }
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
+}
+
+function typeRank(v: unknown): number {
+  if (typeof v === "number") return 0;
+  if (typeof v === "string") return 1;
+  if (typeof v === "boolean") return 2;
+  if (Array.isArray(v)) return 3;
+  if (isObject(v)) return 4;
+  return 5; // null
+}
+
+/**
+ * The total order structured-merge-diff defines over values: numbers, then strings,
+ * booleans, lists, maps, and null last. Returns -1, 0 or 1.
+ */
+export function compareValues(a: unknown, b: unknown): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  switch (ra) {
+    case 0:
+      return (a as number) < (b as number) ? -1 : (a as number) > (b as number) ? 1 : 0;
+    case 1:
+      return compareStrings(a as string, b as string);
+    case 2:
+      return a === b ? 0 : a ? 1 : -1;
+    case 3: {
+      const x = a as unknown[];
+      const y = b as unknown[];
+      for (let i = 0; i < Math.min(x.length, y.length); i++) {
+        const c = compareValues(x[i], y[i]);
+        if (c !== 0) return c;
+      }
+      return x.length < y.length ? -1 : x.length > y.length ? 1 : 0;
+    }
+    case 4: {
+      const x = a as Record<string, unknown>;
+      const y = b as Record<string, unknown>;
+      const kx = definedKeys(x).sort(compareStrings);
+      const ky = definedKeys(y).sort(compareStrings);
+      for (let i = 0; i < Math.min(kx.length, ky.length); i++) {
+        const c = compareStrings(kx[i], ky[i]) || compareValues(x[kx[i]], y[ky[i]]);
+        if (c !== 0) return c;
+      }
+      return kx.length < ky.length ? -1 : kx.length > ky.length ? 1 : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+const HTML_UNSAFE = /[<>&\u2028\u2029]/g;
+
+function escapeHtml(c: string): string {
+  return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+}
+
+/** A JSON string literal as Go's encoder writes it (HTML-sensitive characters escaped). */
+export function goJsonString(s: string): string {
+  return JSON.stringify(s).replace(HTML_UNSAFE, escapeHtml);
+}
+
+/**
+ * JSON text of a value as Go's encoding/json writes an unstructured value: object
+ * keys sorted, no whitespace, HTML-sensitive characters escaped.
+ */
+export function goJson(v: unknown): string {
+  if (v === null || v === undefined) return "null";
+  switch (typeof v) {
+    case "string":
+      return goJsonString(v);
+    case "number":
+      return Number.isFinite(v) ? JSON.stringify(v) : "null";
+    case "boolean":
+      return v ? "true" : "false";
+  }
+  if (Array.isArray(v)) return `[${v.map((x) => goJson(x)).join(",")}]`;
+  if (!isObject(v)) return "null";
+  const keys = definedKeys(v).sort(compareStrings);
+  return `{${keys.map((k) => `${goJsonString(k)}:${goJson(v[k])}`).join(",")}}`;
+}
+
+/** A string quoted as Go's `%q` verb quotes it (used in conflict and error messages). */
+export function goQuote(s: string): string {
+  return JSON.stringify(s)
+    .replace(/\\u00([01][0-9a-f])/g, "\\x$1")
+    .replace(/\x7f/g, "\\x7f");
+}
+
+/** A value printed as structured-merge-diff prints it in field paths (`"x"`, `80`, `true`). */
+export function valueToString(v: unknown): string {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "string") return goQuote(v);
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  if (Array.isArray(v)) return `[${v.map((x) => valueToString(x)).join(",")}]`;
+  if (isObject(v)) {
+    return definedKeys(v)
+      .map((k) => `${k}=${valueToString(v[k])}`)
+      .join("");
+  }
+  return "null";
+}
