@@ -201,8 +201,10 @@ export function apiResourceList(reg: Registry, group: string, version: string): 
         kind: s.responseKind.kind,
         verbs: s.verbs,
       };
-      if (s.responseKind.group !== def.group) sub.group = s.responseKind.group;
-      if (s.responseKind.version !== v.name) sub.version = s.responseKind.version;
+      if (s.responseKind.group !== def.group || s.responseKind.version !== v.name) {
+        sub.group = s.responseKind.group;
+        sub.version = s.responseKind.version;
+      }
       resources.push(sub);
     }
   }

@@ -702,7 +702,11 @@ function varint(n: number): Buffer {
  */
 export function openapiV2Protobuf(): Buffer {
   const info = Buffer.concat([protoString(1, "Kubernetes"), protoString(2, "unversioned")]);
-  return Buffer.concat([protoString(1, "2.0"), protoMessage(2, info), protoMessage(8, Buffer.alloc(0))]);
+  return Buffer.concat([
+    protoString(1, "2.0"),
+    protoMessage(2, info),
+    protoMessage(8, Buffer.alloc(0)),
+  ]);
 }
 
 // ---------------------------------------------------------------------------
