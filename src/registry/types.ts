@@ -72,6 +72,11 @@ export interface Strategy {
    */
   allowUnconditionalUpdate: boolean;
   /**
+   * Whether a PUT to an object that does not exist creates it (Kubernetes'
+   * AllowCreateOnUpdate; true for core Events and Leases). Default false.
+   */
+  allowCreateOnUpdate?: boolean;
+  /**
    * Whether `metadata.generation` moves on changes outside metadata/status.
    * Every type here tracks generation.
    */

@@ -1,0 +1,53 @@
+/**
+ * What every request handler works with: the shared services of the API handler
+ * (ApiContext) and the parsed request for one resource (RequestScope).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { ErrorSubject } from "../api/status.ts";
+import type { Registry } from "../registry/registry.ts";
+import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
+import type { Store } from "../storage/store.ts";
+import type { ApiLimits } from "./limits.ts";
+import type { NamespaceLifecycle } from "./namespaces.ts";
+import type { Query } from "./request.ts";
+import type { WatchCacheSet } from "./watchcaches.ts";
+import type { WatchTracker } from "./watchtracker.ts";
+
+/** Who is calling, as authentication established it. */
+export interface UserInfo {
+  name: string;
+  groups: string[];
+}
+
+/** The services shared by every request. */
+export interface ApiContext {
+  store: Store;
+  registry: Registry;
+  logger?: Logger;
+  limits: ApiLimits;
+  caches: WatchCacheSet;
+  namespaces: NamespaceLifecycle;
+  watches: WatchTracker;
+}
+
+/** One request for a resource, resolved against the registry. */
+export interface RequestScope {
+  ctx: ApiContext;
+  req: IncomingMessage;
+  res: ServerResponse;
+  user: UserInfo;
+  def: ResourceDefinition;
+  /** The version the request addressed. */
+  version: VersionDefinition;
+  /** "v1" or "group/version" of the request. */
+  apiVersion: string;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+  query: Query;
+  /** Warnings to send with the response. */
+  warnings: string[];
+  /** What errors are about: the resource, its group and the object's name. */
+  subject: ErrorSubject;
+}

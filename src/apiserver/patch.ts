@@ -1,0 +1,157 @@
+/**
+ * PATCH on an object or its status: JSON patch (RFC 6902), JSON merge patch,
+ * strategic merge patch (built-in types only: 415 for custom resources, as
+ * Kubernetes answers), and server-side apply (which may create the object). The
+ * patch is applied to the current object in the request's version, the result
+ * goes through the same rules as a PUT, and the patch is re-applied to the newer
+ * object when a concurrent write wins the race.
+ */
+import type { KubeObject } from "../api/meta.ts";
+import { applyJsonPatch } from "../api/patch/json.ts";
+import { applyMergePatch } from "../api/patch/merge.ts";
+import { applyStrategicMergePatch } from "../api/patch/strategic.ts";
+import { errors, failure, StatusError } from "../api/status.ts";
+import { fieldErrors } from "../api/validation.ts";
+import {
+  checkTypeMeta,
+  type FieldValidation,
+  fieldManager,
+  parseDryRun,
+  parseFieldValidation,
+  validateFields,
+} from "./body.ts";
+import { convertToStorage, convertToVersion } from "./codec.ts";
+import type { RequestScope } from "./context.ts";
+import { bindNamespace } from "./create.ts";
+import { type Decoded, decodeJson, decodeYaml, unsupportedBodyType } from "./decode.ts";
+import { applyObject } from "./fieldmanager.ts";
+import { objectKey } from "./keys.ts";
+import { parseMediaType, readBody } from "./request.ts";
+import { respondObject } from "./respond.ts";
+import { checkName, decideUpdate, type UpdatePlan } from "./update.ts";
+import { guaranteedUpdate } from "./writes.ts";
+
+export type PatchType = "json" | "merge" | "strategic" | "apply";
+
+/** Patch media types, in the order Kubernetes lists them in a 415. */
+export const PATCH_MEDIA_TYPES: Record<string, PatchType> = {
+  "application/json-patch+json": "json",
+  "application/merge-patch+json": "merge",
+  "application/apply-patch+yaml": "apply",
+  "application/strategic-merge-patch+json": "strategic",
+};
+
+/** The patch type of a Content-Type, or 415 naming the accepted ones. */
+export function patchTypeOf(contentType: string | undefined, custom: boolean): PatchType {
+  const media = parseMediaType(contentType);
+  const type = PATCH_MEDIA_TYPES[media.type];
+  const accepted = Object.keys(PATCH_MEDIA_TYPES).filter(
+    (t) => !custom || PATCH_MEDIA_TYPES[t] !== "strategic",
+  );
+  if (!type || (custom && type === "strategic")) throw unsupportedBodyType(accepted);
+  return type;
+}
+
+function decodePatch(type: PatchType, body: Buffer): Decoded {
+  const text = body.toString("utf8");
+  const decoded = type === "apply" ? decodeYaml(text) : decodeJson(text);
+  const v = decoded.value;
+  if (type === "json") {
+    if (!Array.isArray(v)) {
+      throw errors.badRequest(
+        "json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp",
+      );
+    }
+  } else if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw errors.badRequest(
+      `json: cannot unmarshal ${Array.isArray(v) ? "array" : v === null ? "null" : typeof v} into Go value of type map[string]interface {}`,
+    );
+  }
+  return decoded;
+}
+
+function applyPatch(
+  type: Exclude<PatchType, "apply">,
+  current: KubeObject,
+  patch: unknown,
+  scope: RequestScope,
+): unknown {
+  try {
+    switch (type) {
+      case "json":
+        return applyJsonPatch(current, patch);
+      case "merge":
+        return applyMergePatch(current, patch);
+      case "strategic":
+        return applyStrategicMergePatch(current, patch, scope.version.schema);
+    }
+  } catch (err) {
+    if (err instanceof StatusError) throw err;
+    throw failure(422, "Invalid", err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** Handles PATCH on an object or one of its subresources. */
+export async function patchResource(scope: RequestScope): Promise<void> {
+  const { def } = scope;
+  const type = patchTypeOf(scope.req.headers["content-type"], def.custom);
+  const mode: FieldValidation = parseFieldValidation(scope, "PatchOptions");
+  const dryRun = parseDryRun(scope, "PatchOptions");
+  const force = scope.query.bool("force");
+  if (type === "apply") {
+    if (!scope.query.string("fieldManager")) {
+      throw errors.invalid(
+        "PatchOptions",
+        "",
+        [fieldErrors.required("fieldManager", "is required for apply patch")],
+        "meta.k8s.io",
+      );
+    }
+  } else if (force !== undefined) {
+    throw errors.invalid(
+      "PatchOptions",
+      "",
+      [fieldErrors.forbidden("force", "may not be specified for non-apply patch")],
+      "meta.k8s.io",
+    );
+  }
+  const manager = fieldManager(scope, "PatchOptions");
+  const raw = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
+  const patch = decodePatch(type, raw);
+  const key = objectKey(def, scope.namespace, scope.name!);
+  const plan: UpdatePlan = { manager, allowCreate: type === "apply", apply: type === "apply" };
+  const warningsBefore = scope.warnings.length;
+
+  const outcome = await guaranteedUpdate(scope, key, dryRun, (current) => {
+    // Warnings are recomputed on each attempt.
+    scope.warnings.length = warningsBefore;
+    let patched: unknown;
+    if (type === "apply") {
+      const applied = checkTypeMeta(scope, structuredClone(patch.value));
+      validateFields(scope, applied, patch.duplicates, mode);
+      checkName(scope, applied);
+      bindNamespace(scope, applied);
+      const live = current ? convertToVersion(current, def, scope.version.name) : null;
+      patched = applyObject(live ? structuredClone(live) : null, applied, scope.version.schema, {
+        manager,
+        apiVersion: scope.apiVersion,
+        now: new Date(),
+        force: force === true,
+        ...(scope.subresource ? { subresource: scope.subresource } : {}),
+      });
+    } else {
+      if (!current) throw errors.notFound(scope.subject);
+      const live = structuredClone(convertToVersion(current, def, scope.version.name));
+      patched = applyPatch(type, live, patch.value, scope);
+    }
+    const obj = checkTypeMeta(scope, patched);
+    validateFields(scope, obj, type === "apply" ? [] : patch.duplicates, mode);
+    checkName(scope, obj);
+    bindNamespace(scope, obj);
+    if (current && type === "apply") {
+      obj.metadata.resourceVersion ??= current.metadata.resourceVersion;
+    }
+    return decideUpdate(scope, convertToStorage(obj, def), current, plan);
+  });
+  respondObject(scope, outcome.action === "create" ? 201 : 200, outcome.obj);
+}

@@ -1,0 +1,193 @@
+/**
+ * Reading an object against its version's schema: unknown fields (reported for
+ * `fieldValidation` and pruned, as Kubernetes drops what a type does not declare),
+ * values of the wrong JSON type (a decoding error for built-in types), and schema
+ * defaults for fields left out.
+ */
+import { deepClone } from "../api/deepcopy.ts";
+import type { Schema } from "../api/schema.ts";
+
+/** Depth past which the walk stops descending (bodies are refused deeper than this). */
+export const MAX_SCHEMA_WALK_DEPTH = 128;
+
+export interface SchemaCheck {
+  /** Paths of fields the schema does not declare, e.g. "spec.foo" (removed from the object). */
+  unknown: string[];
+  /** Messages for values of the wrong type, in Go's decoding words. */
+  typeErrors: string[];
+}
+
+export interface SchemaCheckOptions {
+  /** Report values whose JSON type differs from the schema's (built-in types decode strictly). */
+  checkTypes: boolean;
+  /** Drop fields whose value is null, as decoding into a Go struct does (built-in types). */
+  dropNulls: boolean;
+  /** The kind, for messages. */
+  kind: string;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "object") return "object";
+  if (typeof v === "boolean") return "bool";
+  return typeof v;
+}
+
+function goType(s: Schema): string {
+  if (s["x-kubernetes-int-or-string"]) return "intstr.IntOrString";
+  switch (s.type) {
+    case "string":
+      return "string";
+    case "integer":
+      return s.format === "int32" ? "int32" : "int64";
+    case "number":
+      return "float64";
+    case "boolean":
+      return "bool";
+    case "array":
+      return s.items ? `[]${goType(s.items)}` : "[]interface {}";
+    case "object":
+      return s.properties ? "struct" : s.additionalProperties ? "map[string]string" : "object";
+    default:
+      return "interface {}";
+  }
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function typeMatches(v: unknown, s: Schema): boolean {
+  if (s["x-kubernetes-int-or-string"]) {
+    return typeof v === "string" || (typeof v === "number" && Number.isInteger(v));
+  }
+  switch (s.type) {
+    case "string":
+      if (typeof v !== "string") return false;
+      if (s.format === "date-time" && v !== "" && !RFC3339.test(v)) return false;
+      return true;
+    case "integer":
+      return typeof v === "number" && Number.isInteger(v);
+    case "number":
+      return typeof v === "number";
+    case "boolean":
+      return typeof v === "boolean";
+    case "array":
+      return Array.isArray(v);
+    case "object":
+      return isObject(v);
+    default:
+      return true;
+  }
+}
+
+function join(path: string, key: string): string {
+  return path === "" ? key : `${path}.${key}`;
+}
+
+/**
+ * Walks `obj` against `schema`, removing undeclared fields (and nulls when asked)
+ * in place, and returns what it found. Fields under
+ * `x-kubernetes-preserve-unknown-fields` are kept as they are.
+ */
+export function checkAgainstSchema(
+  obj: Record<string, unknown>,
+  schema: Schema,
+  opts: SchemaCheckOptions,
+): SchemaCheck {
+  const out: SchemaCheck = { unknown: [], typeErrors: [] };
+  walk(obj, schema, "", opts, out, 0, true);
+  return out;
+}
+
+function walk(
+  value: unknown,
+  schema: Schema,
+  path: string,
+  opts: SchemaCheckOptions,
+  out: SchemaCheck,
+  depth: number,
+  top: boolean,
+): void {
+  if (depth > MAX_SCHEMA_WALK_DEPTH) return;
+  if (opts.checkTypes && value !== null && !typeMatches(value, schema)) {
+    if (schema.format === "date-time" && typeof value === "string") {
+      out.typeErrors.push(
+        `parsing time ${JSON.stringify(value)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(value)} as a time in RFC 3339 form`,
+      );
+    } else {
+      out.typeErrors.push(
+        `json: cannot unmarshal ${jsonType(value)} into Go struct field ${opts.kind}.${path} of type ${goType(schema)}`,
+      );
+    }
+    return;
+  }
+  if (Array.isArray(value)) {
+    if (schema.items) {
+      value.forEach((item, i) => {
+        walk(item, schema.items!, `${path}[${i}]`, opts, out, depth + 1, false);
+      });
+    }
+    return;
+  }
+  if (!isObject(value)) return;
+  const preserve = schema["x-kubernetes-preserve-unknown-fields"] === true;
+  const props = schema.properties;
+  const extra = schema.additionalProperties;
+  const embedded = schema["x-kubernetes-embedded-resource"] === true;
+  for (const key of Object.keys(value)) {
+    const child = value[key];
+    const childPath = join(path, key);
+    if (child === null && opts.dropNulls) {
+      delete value[key];
+      continue;
+    }
+    const known = props?.[key];
+    if (known) {
+      walk(child, known, childPath, opts, out, depth + 1, false);
+      continue;
+    }
+    if (typeof extra === "object") {
+      walk(child, extra, childPath, opts, out, depth + 1, false);
+      continue;
+    }
+    if (extra === true || preserve) continue;
+    if ((embedded || top) && (key === "apiVersion" || key === "kind" || key === "metadata")) {
+      continue;
+    }
+    if (!props && schema.type === undefined) continue; // an untyped schema accepts anything
+    out.unknown.push(childPath);
+    delete value[key];
+  }
+}
+
+/**
+ * Fills schema `default`s into `obj` for absent properties, recursively (structural
+ * defaulting, as for custom resources): a default is applied where its parent
+ * object exists.
+ */
+export function applySchemaDefaults(value: unknown, schema: Schema, depth = 0): void {
+  if (depth > MAX_SCHEMA_WALK_DEPTH) return;
+  if (Array.isArray(value)) {
+    if (schema.items) for (const item of value) applySchemaDefaults(item, schema.items, depth + 1);
+    return;
+  }
+  if (!isObject(value)) return;
+  if (schema.properties) {
+    for (const [key, prop] of Object.entries(schema.properties)) {
+      if (value[key] === undefined && prop.default !== undefined) {
+        value[key] = deepClone(prop.default);
+      }
+      if (value[key] !== undefined) applySchemaDefaults(value[key], prop, depth + 1);
+    }
+  }
+  if (typeof schema.additionalProperties === "object") {
+    for (const key of Object.keys(value)) {
+      if (schema.properties?.[key]) continue;
+      applySchemaDefaults(value[key], schema.additionalProperties, depth + 1);
+    }
+  }
+}

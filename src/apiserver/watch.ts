@@ -1,0 +1,380 @@
+/**
+ * Streaming watch responses: `Transfer-Encoding: chunked` JSON lines of
+ * `{"type":..., "object":...}`, headers flushed at once. A watch is fed by its
+ * type's watch cache; it starts
+ *
+ * - at "now" with the current state as ADDED events (resourceVersion unset or "0"),
+ * - exactly after resourceVersion N (events from the cache's window; an ERROR
+ *   event with a 410 Expired Status when N is older than the window),
+ * - with sendInitialEvents=true: the state not older than N as ADDED events, then
+ *   a BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
+ *
+ * Watches are selector-aware (an object that stops matching is sent as DELETED,
+ * one that starts matching as ADDED), send periodic BOOKMARKs when asked, end
+ * after timeoutSeconds, and are cut off (their response ended) when the client
+ * stops reading and more than a bounded amount of output is waiting.
+ */
+import type { KubeObject } from "../api/meta.ts";
+import { errors, type Status } from "../api/status.ts";
+import { storageVersion } from "../registry/types.ts";
+import { convertToVersion, parseResourceVersion } from "./codec.ts";
+import type { RequestScope } from "./context.ts";
+import { entryMatches, type ObjectFilter } from "./filter.ts";
+import { collectionPrefix } from "./keys.ts";
+import { filterFor, listFromStorage } from "./list.ts";
+import type { ListOptions } from "./listoptions.ts";
+import { negotiateWatchOutput } from "./negotiate.ts";
+import { parseIncludeObject, partialMetadata, type Renderer, tableOf } from "./render.ts";
+import { tooLargeResourceVersion } from "./storeerrors.ts";
+import type { CacheEntry, CacheEvent, CacheWatcher, EventSide, EventType } from "./watchcache.ts";
+
+/** The annotation that marks the bookmark ending a watch's initial events. */
+export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
+
+/**
+ * How long a watch with sendInitialEvents and resourceVersion N waits for the cache
+ * to apply N before reading its initial state from storage instead, in ms.
+ */
+export const WATCH_FRESHNESS_WAIT_MS = 100;
+
+/** Renders watch event objects in one representation, caching per event. */
+class EventRenderer {
+  readonly raw: boolean;
+  readonly key: string;
+
+  constructor(readonly r: Renderer) {
+    this.raw = r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
+    this.key = `${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
+  }
+
+  /** The embedded object JSON of `obj` (for objects not from a cache event). */
+  object(obj: KubeObject, noHeaders: boolean): string {
+    const versioned = convertToVersion(obj, this.r.def, this.r.version.name);
+    switch (this.r.output.kind) {
+      case "partial":
+        return JSON.stringify(partialMetadata(versioned, this.r.output.metaVersion ?? "v1"));
+      case "table":
+        return JSON.stringify(tableOf(this.r, [versioned], undefined, noHeaders));
+      default:
+        return JSON.stringify(versioned);
+    }
+  }
+
+  /** The line for an entry of the cache's current state. */
+  entryLine(type: EventType, e: CacheEntry, noHeaders: boolean): string {
+    const obj = this.raw ? e.json : this.object(JSON.parse(e.json) as KubeObject, noHeaders);
+    return `{"type":"${type}","object":${obj}}\n`;
+  }
+
+  /** The line for one side of a cache event (computed once per event and representation). */
+  eventLine(ev: CacheEvent, type: EventType, side: EventSide, noHeaders: boolean): string {
+    const table = this.r.output.kind === "table";
+    const key = `${this.key}:${table && noHeaders ? "nh" : ""}|${type}|${side}`;
+    return ev.rendered(key, () => {
+      const obj = this.raw
+        ? ev.json(side)
+        : this.object(side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
+      return `{"type":"${type}","object":${obj}}\n`;
+    });
+  }
+}
+
+function errorLine(status: Status): string {
+  return `${JSON.stringify({ type: "ERROR", object: status })}\n`;
+}
+
+/** One client watch, writing to its HTTP response. */
+class HttpWatcher implements CacheWatcher {
+  startRev: number;
+  #pending: string[] = [];
+  #headersSent = false;
+  #closed = false;
+  #timers: NodeJS.Timeout[] = [];
+  #lastRev: number;
+  #firstObjectSent = false;
+  #onClose: (() => void)[] = [];
+
+  constructor(
+    readonly scope: RequestScope,
+    readonly renderer: EventRenderer,
+    readonly filter: ObjectFilter,
+    readonly bookmarks: boolean,
+    startRev: number,
+    readonly cacheRev: () => number,
+  ) {
+    this.startRev = startRev;
+    this.#lastRev = startRev;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Runs `fn` once when the watch ends. */
+  onClose(fn: () => void): void {
+    this.#onClose.push(fn);
+  }
+
+  /** Sends the response headers and flushes them at once. */
+  begin(): void {
+    const res = this.scope.res;
+    res.statusCode = 200;
+    res.setHeader("Content-Type", "application/json");
+    res.setHeader("Transfer-Encoding", "chunked");
+    res.setHeader("Cache-Control", "no-cache, private");
+    if (this.scope.warnings.length > 0) {
+      // Warnings reach the client with the headers of the stream.
+      res.setHeader(
+        "Warning",
+        this.scope.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
+    }
+    res.flushHeaders();
+    this.#headersSent = true;
+  }
+
+  #noHeaders(): boolean {
+    const first = !this.#firstObjectSent;
+    this.#firstObjectSent = true;
+    return !first;
+  }
+
+  /** Queues a line for the current state of an entry (initial events). */
+  sendEntry(e: CacheEntry): void {
+    this.#pending.push(this.renderer.entryLine("ADDED", e, this.#noHeaders()));
+    if (e.rev > this.#lastRev) this.#lastRev = e.rev;
+  }
+
+  /** Queues an ADDED line for an object read from storage (initial events). */
+  sendObject(obj: KubeObject): void {
+    const json = this.renderer.object(obj, this.#noHeaders());
+    this.#pending.push(`{"type":"ADDED","object":${json}}\n`);
+  }
+
+  /** Queues a BOOKMARK at `rev` (annotated when it ends the initial events). */
+  sendBookmark(rev: number, initialEventsEnd = false): void {
+    const r = this.renderer.r;
+    const metadata: Record<string, unknown> = { resourceVersion: String(rev) };
+    if (initialEventsEnd) metadata.annotations = { [INITIAL_EVENTS_END_ANNOTATION]: "true" };
+    const obj = {
+      kind: r.def.names.kind,
+      apiVersion: r.def.group ? `${r.def.group}/${r.version.name}` : r.version.name,
+      metadata,
+    };
+    this.#pending.push(`${JSON.stringify({ type: "BOOKMARK", object: obj })}\n`);
+  }
+
+  /** Writes an ERROR event and ends the watch. */
+  fail(status: Status): void {
+    this.#pending.push(errorLine(status));
+    this.close();
+  }
+
+  deliver(ev: CacheEvent): void {
+    if (this.#closed) return;
+    const f = this.filter;
+    let type: EventType | null = null;
+    let side: EventSide = "cur";
+    try {
+      if (ev.type === "ADDED") {
+        if (entryMatches(f, ev.cur!)) type = "ADDED";
+      } else if (ev.type === "DELETED") {
+        if (entryMatches(f, ev.prev!)) {
+          type = "DELETED";
+          side = "prev";
+        }
+      } else {
+        const now = entryMatches(f, ev.cur!);
+        const before = ev.prev !== null && entryMatches(f, ev.prev);
+        if (now && before) type = "MODIFIED";
+        else if (now) type = "ADDED";
+        else if (before) {
+          type = "DELETED";
+          side = "prev";
+        }
+      }
+      if (ev.rev > this.#lastRev) this.#lastRev = ev.rev;
+      if (type === null) return;
+      const table = this.renderer.r.output.kind === "table";
+      this.#pending.push(
+        this.renderer.eventLine(ev, type, side, table ? this.#noHeaders() : false),
+      );
+    } catch (err) {
+      this.scope.ctx.logger?.error({ err }, "watch event could not be rendered");
+      this.fail(errors.internal("watch event could not be rendered").status);
+    }
+  }
+
+  flush(): void {
+    if (this.#pending.length === 0 || !this.#headersSent) return;
+    const res = this.scope.res;
+    if (res.writableEnded || res.destroyed) {
+      this.#pending = [];
+      return;
+    }
+    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
+    this.#pending = [];
+    res.write(chunk);
+    if (!this.#closed && res.writableLength > this.scope.ctx.limits.slowWatcherBytes) {
+      this.scope.ctx.logger?.warn(
+        { buffered: res.writableLength, resource: this.scope.def.names.plural },
+        "watch client is not reading; ending its watch",
+      );
+      this.close();
+    }
+  }
+
+  /** Starts the bookmark and timeout timers. */
+  startTimers(timeoutMs: number): void {
+    if (this.bookmarks) {
+      const t = setInterval(() => {
+        this.sendBookmark(Math.max(this.#lastRev, this.cacheRev(), this.startRev));
+        this.flush();
+      }, this.scope.ctx.limits.bookmarkIntervalMs);
+      t.unref();
+      this.#timers.push(t);
+    }
+    const t = setTimeout(() => this.close(), timeoutMs);
+    t.unref();
+    this.#timers.push(t);
+  }
+
+  terminate(): void {
+    this.close();
+  }
+
+  /** Ends the watch: pending events are written and the response is ended properly. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers = [];
+    const res = this.scope.res;
+    if (!res.writableEnded && !res.destroyed) {
+      if (!this.#headersSent) this.begin();
+      const rest = this.#pending.join("");
+      this.#pending = [];
+      res.end(rest);
+      if (res.writableLength > 0) {
+        // Give a slow reader a bounded time to take what is buffered.
+        const t = setTimeout(() => {
+          if (!res.writableFinished) res.destroy();
+        }, this.scope.ctx.limits.watchDrainMs);
+        t.unref();
+        res.once("finish", () => clearTimeout(t));
+      }
+    }
+    for (const fn of this.#onClose.splice(0)) fn();
+  }
+}
+
+function timeoutMs(scope: RequestScope, opts: ListOptions): number {
+  const { watchTimeoutSeconds, maxWatchTimeoutSeconds } = scope.ctx.limits;
+  if (opts.timeoutSeconds !== undefined) {
+    return Math.min(opts.timeoutSeconds, maxWatchTimeoutSeconds) * 1000;
+  }
+  return Math.floor(watchTimeoutSeconds * (1 + Math.random()) * 1000);
+}
+
+/** Serves a watch request. */
+export async function serveWatch(scope: RequestScope, opts: ListOptions): Promise<void> {
+  const { ctx } = scope;
+  if (ctx.watches.closed) throw errors.unavailable("the server is shutting down");
+  const output = negotiateWatchOutput(scope.req.headers.accept);
+  const r: Renderer = {
+    def: scope.def,
+    version: scope.version,
+    output,
+    includeObject: output.kind === "table" ? parseIncludeObject(scope.query) : "Metadata",
+  };
+  const filter = filterFor(scope, opts);
+  if (scope.name !== undefined) {
+    filter.fields = {
+      requirements: [
+        ...filter.fields.requirements,
+        { field: "metadata.name", operator: "Equals", value: scope.name },
+      ],
+    };
+  }
+  const cache = ctx.caches.forDef(scope.def);
+  await cache.ready();
+  const requested = parseResourceVersion(opts.resourceVersion === "0" ? "" : opts.resourceVersion);
+  const renderer = new EventRenderer(r);
+  const watcher = new HttpWatcher(
+    scope,
+    renderer,
+    filter,
+    opts.allowWatchBookmarks,
+    0,
+    () => cache.rev,
+  );
+  const prefix = collectionPrefix(scope.def, scope.namespace);
+
+  const initial = opts.sendInitialEvents ?? requested === undefined;
+  if (opts.sendInitialEvents === true && requested !== undefined && requested > cache.rev) {
+    // Not older than N, and the cache has not applied N yet: give it a moment.
+    const caught = await cache.waitFor(requested, WATCH_FRESHNESS_WAIT_MS);
+    if (!caught) {
+      const current = await ctx.store.currentRevision();
+      if (requested > current) throw tooLargeResourceVersion(requested, current);
+      // N belongs to other keys: read the initial state from storage, then follow the cache.
+      const page = await listFromStorage(
+        scope,
+        { ...opts, limit: 0, resourceVersion: "", continue: undefined },
+        filter,
+      );
+      watcher.begin();
+      for (const obj of page.items) watcher.sendObject(obj);
+      watcher.sendBookmark(page.revision, true);
+      const replay = cache.replaySince(page.revision);
+      if (replay.ok) for (const ev of replay.events) watcher.deliver(ev);
+      watcher.startRev = Math.max(page.revision, cache.rev);
+      register(scope, cache, watcher, opts);
+      watcher.flush();
+      return;
+    }
+  }
+
+  if (initial) {
+    watcher.begin();
+    for (const e of cache.entries(prefix)) {
+      if (entryMatches(filter, e)) watcher.sendEntry(e);
+    }
+    watcher.startRev = cache.rev;
+    if (opts.sendInitialEvents === true) watcher.sendBookmark(cache.rev, true);
+    register(scope, cache, watcher, opts);
+    watcher.flush();
+    return;
+  }
+
+  const from = requested ?? cache.rev;
+  const replay = cache.replaySince(from);
+  watcher.begin();
+  if (!replay.ok) {
+    watcher.fail(errors.expired(`too old resource version: ${from} (${replay.oldest})`).status);
+    return;
+  }
+  for (const ev of replay.events) watcher.deliver(ev);
+  watcher.startRev = Math.max(from, cache.rev);
+  register(scope, cache, watcher, opts);
+  watcher.flush();
+}
+
+function register(
+  scope: RequestScope,
+  cache: { addWatcher(w: CacheWatcher): void; removeWatcher(w: CacheWatcher): void },
+  watcher: HttpWatcher,
+  opts: ListOptions,
+): void {
+  const { ctx, req, res } = scope;
+  cache.addWatcher(watcher);
+  ctx.watches.add(watcher);
+  watcher.onClose(() => {
+    cache.removeWatcher(watcher);
+    ctx.watches.delete(watcher);
+  });
+  const end = () => watcher.close();
+  req.once("close", end);
+  res.once("close", end);
+  watcher.startTimers(timeoutMs(scope, opts));
+}

@@ -1,0 +1,452 @@
+/**
+ * The watch cache of one resource type: a single storage watch on the type's key
+ * prefix feeds every client watch of that type. It keeps
+ *
+ * - the current state of every object (serialized once, with what selectors
+ *   need), which serves lists with resourceVersion=0 and the initial events of
+ *   watches that start "now";
+ * - a window of the most recent events, so a watch can start from a recent
+ *   resourceVersion without touching storage;
+ * - per event, each rendering a watcher asked for (JSON line, Table row...),
+ *   computed once however many watchers receive it.
+ *
+ * The storage watch is re-opened after errors (from the last revision applied);
+ * if its start was compacted the cache re-lists and ends its watchers, which then
+ * re-watch and are told 410 if they are too far behind.
+ */
+import type { Logger } from "pino";
+import type { KubeObject } from "../api/meta.ts";
+import type { ResourceDefinition } from "../registry/types.ts";
+import { ClosedError, CompactedError } from "../storage/errors.ts";
+import type { Store, Watch, WatchEvent } from "../storage/store.ts";
+import { parseStored, withResourceVersion } from "./codec.ts";
+import { resourcePrefix } from "./keys.ts";
+import type { ApiLimits } from "./limits.ts";
+import { fieldValues } from "./listoptions.ts";
+
+/** Events a storage watch may buffer for the cache before it is cut off. */
+export const CACHE_STORAGE_WATCH_BUFFER = 100_000;
+
+/** One object as the cache holds it. */
+export interface CacheEntry {
+  key: string;
+  /** The object's resourceVersion (its last write's revision). */
+  rev: number;
+  /** The object's JSON, resourceVersion included, in the storage version. */
+  json: string;
+  namespace: string;
+  name: string;
+  labels: Record<string, string> | undefined;
+  /** Values of every selectable field. */
+  fields: Record<string, string>;
+}
+
+export type EventType = "ADDED" | "MODIFIED" | "DELETED";
+
+/** Which object a watcher is sent for an event: the new state, or the old one (when it left). */
+export type EventSide = "cur" | "prev";
+
+/** One change, as the cache distributes it. */
+export class CacheEvent {
+  /** Renderings of this event by key, each computed once. */
+  readonly #lines = new Map<string, string>();
+  #prevAtRev: KubeObject | undefined;
+  #cur: KubeObject | undefined;
+
+  constructor(
+    readonly type: EventType,
+    readonly key: string,
+    readonly rev: number,
+    /** The object after the change (null for deletions). */
+    readonly cur: CacheEntry | null,
+    /** The object before the change (null for creations). */
+    readonly prev: CacheEntry | null,
+  ) {}
+
+  /** The new state, parsed (shared: do not modify). */
+  curObject(): KubeObject {
+    this.#cur ??= JSON.parse(this.cur!.json) as KubeObject;
+    return this.#cur;
+  }
+
+  /** The old state with this event's resourceVersion, as a deletion is reported (shared). */
+  prevObject(): KubeObject {
+    if (!this.#prevAtRev) {
+      const obj = JSON.parse(this.prev!.json) as KubeObject;
+      this.#prevAtRev = withResourceVersion(obj, this.rev);
+    }
+    return this.#prevAtRev;
+  }
+
+  /** The JSON of one side. */
+  json(side: EventSide): string {
+    if (side === "cur") return this.cur!.json;
+    const key = "json:prev";
+    let s = this.#lines.get(key);
+    if (s === undefined) {
+      s = JSON.stringify(this.prevObject());
+      this.#lines.set(key, s);
+    }
+    return s;
+  }
+
+  /** A rendering of this event, computed by `make` the first time `key` is asked for. */
+  rendered(key: string, make: () => string): string {
+    let s = this.#lines.get(key);
+    if (s === undefined) {
+      s = make();
+      this.#lines.set(key, s);
+    }
+    return s;
+  }
+}
+
+/** A client watch fed by the cache. */
+export interface CacheWatcher {
+  /** Events at or below this revision are not delivered. */
+  startRev: number;
+  deliver(ev: CacheEvent): void;
+  /** Events for this batch were delivered: write them out. */
+  flush(): void;
+  /** The cache is stopping or restarting: end the watch. */
+  terminate(): void;
+}
+
+/** A fixed-capacity ring of the most recent events, in revision order. */
+class EventWindow {
+  readonly #buf: (CacheEvent | undefined)[];
+  #start = 0;
+  #size = 0;
+
+  constructor(readonly capacity: number) {
+    this.#buf = new Array(Math.max(1, capacity));
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Adds an event; returns the one evicted to make room, if any. */
+  push(ev: CacheEvent): CacheEvent | undefined {
+    const cap = this.#buf.length;
+    if (this.#size < cap) {
+      this.#buf[(this.#start + this.#size) % cap] = ev;
+      this.#size++;
+      return undefined;
+    }
+    const evicted = this.#buf[this.#start];
+    this.#buf[this.#start] = ev;
+    this.#start = (this.#start + 1) % cap;
+    return evicted;
+  }
+
+  at(i: number): CacheEvent {
+    return this.#buf[(this.#start + i) % this.#buf.length]!;
+  }
+
+  /** Events with revision > rev, oldest first. */
+  since(rev: number): CacheEvent[] {
+    let lo = 0;
+    let hi = this.#size;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.at(mid).rev <= rev) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: CacheEvent[] = [];
+    for (let i = lo; i < this.#size; i++) out.push(this.at(i));
+    return out;
+  }
+
+  clear(): void {
+    this.#buf.fill(undefined);
+    this.#start = 0;
+    this.#size = 0;
+  }
+}
+
+/** What starting a watch from a revision found. */
+export type ReplayResult = { ok: true; events: CacheEvent[] } | { ok: false; oldest: number };
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+export class WatchCache {
+  readonly prefix: string;
+  /** The last revision applied: the cache's state is the store's state at this revision. */
+  rev = 0;
+  /** Every event with a revision above this is in the window. */
+  oldestRev = 0;
+  readonly #entries = new Map<string, CacheEntry>();
+  readonly #window: EventWindow;
+  readonly #watchers = new Set<CacheWatcher>();
+  #storageWatch: Watch | null = null;
+  #stopped = false;
+  #ready = false;
+  #readyPromise: Promise<void>;
+  #resolveReady!: () => void;
+  #rejectReady!: (err: unknown) => void;
+  #flushScheduled = false;
+  #loop: Promise<void> | null = null;
+  /** Waiters for the cache to reach a revision. */
+  #waiters: { rev: number; resolve: () => void }[] = [];
+
+  constructor(
+    readonly store: Store,
+    /** The type served (replaced when its definition changes; the prefix stays). */
+    public def: ResourceDefinition,
+    readonly limits: ApiLimits,
+    readonly logger?: Logger,
+  ) {
+    this.prefix = resourcePrefix(def);
+    this.#window = new EventWindow(limits.watchCacheWindow);
+    this.#readyPromise = new Promise((resolve, reject) => {
+      this.#resolveReady = resolve;
+      this.#rejectReady = reject;
+    });
+    // Callers await ready(); an unobserved rejection must not crash the process.
+    this.#readyPromise.catch(() => {});
+  }
+
+  /** True once the first listing is loaded. */
+  get isReady(): boolean {
+    return this.#ready;
+  }
+
+  /** Resolves when the first listing is loaded. */
+  ready(): Promise<void> {
+    return this.#readyPromise;
+  }
+
+  /** Number of objects held. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Number of client watches attached. */
+  get watcherCount(): number {
+    return this.#watchers.size;
+  }
+
+  /** Loads the current state and starts following the storage watch. */
+  start(): void {
+    if (this.#loop) return;
+    this.#loop = this.#run().catch((err) => {
+      this.logger?.error({ err, prefix: this.prefix }, "watch cache stopped on an error");
+    });
+  }
+
+  /** Stops following storage and ends every client watch. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#storageWatch?.cancel();
+    this.#terminateWatchers();
+    this.#rejectReady(new ClosedError());
+    for (const w of this.#waiters) w.resolve();
+    this.#waiters = [];
+    await this.#loop;
+  }
+
+  /** The entry at `key`, if the cache holds it. */
+  get(key: string): CacheEntry | undefined {
+    return this.#entries.get(key);
+  }
+
+  /** Entries under `prefix` (the type's prefix or a namespace's), sorted by key. */
+  entries(prefix = this.prefix): CacheEntry[] {
+    const out: CacheEntry[] = [];
+    for (const e of this.#entries.values()) {
+      if (prefix === this.prefix || e.key.startsWith(prefix)) out.push(e);
+    }
+    out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return out;
+  }
+
+  /** Events after `rev`, or the oldest revision still servable when `rev` is older. */
+  replaySince(rev: number): ReplayResult {
+    if (rev < this.oldestRev) return { ok: false, oldest: this.oldestRev };
+    return { ok: true, events: this.#window.since(rev) };
+  }
+
+  /** Resolves once the cache has applied revision `rev` (or after `timeoutMs`). */
+  waitFor(rev: number, timeoutMs: number): Promise<boolean> {
+    if (this.rev >= rev) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(this.rev >= rev);
+      }, timeoutMs);
+      timer.unref();
+      const waiter = {
+        rev,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(this.rev >= rev);
+        },
+      };
+      this.#waiters.push(waiter);
+    });
+  }
+
+  addWatcher(w: CacheWatcher): void {
+    this.#watchers.add(w);
+  }
+
+  removeWatcher(w: CacheWatcher): void {
+    this.#watchers.delete(w);
+  }
+
+  /** Builds an entry from a stored value. */
+  makeEntry(key: string, value: string, rev: number): CacheEntry {
+    const obj = withResourceVersion(parseStored(value), rev);
+    return {
+      key,
+      rev,
+      json: JSON.stringify(obj),
+      namespace: obj.metadata.namespace ?? "",
+      name: obj.metadata.name ?? "",
+      labels: obj.metadata.labels,
+      fields: fieldValues(this.def, obj),
+    };
+  }
+
+  async #prime(): Promise<void> {
+    this.#entries.clear();
+    this.#window.clear();
+    let token: string | undefined;
+    let revision = 0;
+    do {
+      const page = await this.store.list(this.prefix, {
+        limit: this.limits.storagePageSize,
+        ...(token ? { continue: token } : {}),
+      });
+      revision = page.revision;
+      for (const kv of page.items) {
+        try {
+          this.#entries.set(kv.key, this.makeEntry(kv.key, kv.value, kv.modRevision));
+        } catch (err) {
+          this.logger?.error({ err, key: kv.key }, "watch cache skipped an unreadable object");
+        }
+      }
+      token = page.continue;
+    } while (token && !this.#stopped);
+    this.rev = revision;
+    this.oldestRev = revision;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        await this.#prime();
+        break;
+      } catch (err) {
+        if (this.#stopped || err instanceof ClosedError) {
+          this.#rejectReady(err);
+          return;
+        }
+        this.logger?.warn({ err, prefix: this.prefix }, "watch cache listing failed; retrying");
+        await sleep(this.limits.watchRestartDelayMs);
+      }
+    }
+    if (this.#stopped) return;
+    this.#ready = true;
+    this.#resolveReady();
+    while (!this.#stopped) {
+      let w: Watch;
+      try {
+        w = this.store.watch(this.prefix, this.rev, { bufferSize: CACHE_STORAGE_WATCH_BUFFER });
+      } catch (err) {
+        if (err instanceof ClosedError) return;
+        this.logger?.warn({ err, prefix: this.prefix }, "watch cache could not watch storage");
+        await sleep(this.limits.watchRestartDelayMs);
+        continue;
+      }
+      this.#storageWatch = w;
+      try {
+        for await (const ev of w) this.#apply(ev);
+        if (this.#stopped) return;
+        // The iteration ended without an error: the store closed or cancelled us.
+        await sleep(this.limits.watchRestartDelayMs);
+      } catch (err) {
+        if (this.#stopped || err instanceof ClosedError) return;
+        if (err instanceof CompactedError) {
+          this.logger?.warn(
+            { prefix: this.prefix },
+            "watch cache fell behind compaction; re-listing",
+          );
+          this.#terminateWatchers();
+          try {
+            await this.#prime();
+          } catch (primeErr) {
+            this.logger?.warn({ err: primeErr }, "watch cache re-listing failed");
+          }
+          continue;
+        }
+        this.logger?.warn(
+          { err, prefix: this.prefix },
+          "watch cache storage watch failed; resuming",
+        );
+        await sleep(this.limits.watchRestartDelayMs);
+      } finally {
+        this.#storageWatch = null;
+      }
+    }
+  }
+
+  #apply(ev: WatchEvent): void {
+    if (ev.revision <= this.rev) return;
+    const before =
+      this.#entries.get(ev.key) ??
+      (ev.prev ? this.#safeEntry(ev.key, ev.prev.value, ev.prev.modRevision) : null);
+    let event: CacheEvent | null = null;
+    if (ev.type === "delete") {
+      this.#entries.delete(ev.key);
+      if (before) event = new CacheEvent("DELETED", ev.key, ev.revision, null, before);
+    } else if (ev.value !== null) {
+      const cur = this.#safeEntry(ev.key, ev.value, ev.revision);
+      if (cur) {
+        this.#entries.set(ev.key, cur);
+        const type: EventType = before ? "MODIFIED" : "ADDED";
+        event = new CacheEvent(type, ev.key, ev.revision, cur, before);
+      }
+    }
+    this.rev = ev.revision;
+    if (event) {
+      const evicted = this.#window.push(event);
+      if (evicted) this.oldestRev = evicted.rev;
+      for (const w of this.#watchers) {
+        if (ev.revision > w.startRev) w.deliver(event);
+      }
+      this.#scheduleFlush();
+    }
+    if (this.#waiters.length > 0) {
+      const due = this.#waiters.filter((w) => w.rev <= this.rev);
+      this.#waiters = this.#waiters.filter((w) => w.rev > this.rev);
+      for (const w of due) w.resolve();
+    }
+  }
+
+  #safeEntry(key: string, value: string, rev: number): CacheEntry | null {
+    try {
+      return this.makeEntry(key, value, rev);
+    } catch (err) {
+      this.logger?.error({ err, key }, "watch cache skipped an unreadable object");
+      return null;
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      for (const w of [...this.#watchers]) w.flush();
+    });
+  }
+
+  #terminateWatchers(): void {
+    for (const w of [...this.#watchers]) w.terminate();
+    this.#watchers.clear();
+  }
+}

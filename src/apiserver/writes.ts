@@ -1,0 +1,109 @@
+/**
+ * Storage writes with Kubernetes' optimistic concurrency: create (409 when the key
+ * exists), and a read-decide-write loop for updates that re-reads and decides
+ * again whenever the compare-and-swap loses a race (a decision that demanded a
+ * particular resourceVersion then fails with 409 Conflict), as Kubernetes'
+ * GuaranteedUpdate does. Dry runs stop before the store.
+ */
+import type { KubeObject } from "../api/meta.ts";
+import type { StatusError } from "../api/status.ts";
+import { AlreadyExistsError, ConflictError, NotFoundError } from "../storage/errors.ts";
+import { decodeStored, encodeForStorage, withResourceVersion } from "./codec.ts";
+import type { RequestScope } from "./context.ts";
+import { conflictError, statusFromStorage } from "./storeerrors.ts";
+
+/** What a decision asks of storage. */
+export type WriteDecision =
+  /** Create the object (the key was absent). */
+  | { action: "create"; obj: KubeObject }
+  /** Replace the stored object. */
+  | { action: "update"; obj: KubeObject }
+  /** Nothing changes: answer with the stored object. */
+  | { action: "noop"; obj: KubeObject }
+  /** Remove the object (its last finalizer went); `obj` is what the client is answered. */
+  | { action: "delete"; obj: KubeObject };
+
+export interface WriteOutcome {
+  /** The object as stored (with its new resourceVersion), or as it would be on a dry run. */
+  obj: KubeObject;
+  action: WriteDecision["action"];
+}
+
+/** Stores a new object; 409 AlreadyExists if the key is taken. */
+export async function storeCreate(
+  scope: RequestScope,
+  key: string,
+  obj: KubeObject,
+  dryRun: boolean,
+): Promise<KubeObject> {
+  const subject = { ...scope.subject, name: obj.metadata.name ?? "" };
+  if (dryRun) {
+    const existing = await scope.ctx.store.get(key).catch((err: unknown) => {
+      throw statusFromStorage(err, subject);
+    });
+    if (existing) throw statusFromStorage(new AlreadyExistsError(key), subject);
+    delete obj.metadata.resourceVersion;
+    return obj;
+  }
+  try {
+    const rev = await scope.ctx.store.create(key, encodeForStorage(obj));
+    return withResourceVersion(obj, rev);
+  } catch (err) {
+    throw statusFromStorage(err, subject);
+  }
+}
+
+/**
+ * Reads `key`, asks `decide` what to do with the current object (null when absent),
+ * and does it; repeats when storage reports that the object changed in between.
+ * `decide` gets a private copy it may modify, and throws to refuse.
+ */
+export async function guaranteedUpdate(
+  scope: RequestScope,
+  key: string,
+  dryRun: boolean,
+  decide: (current: KubeObject | null) => Promise<WriteDecision> | WriteDecision,
+): Promise<WriteOutcome> {
+  const { store, limits } = scope.ctx;
+  let lastError: StatusError | null = null;
+  for (let attempt = 0; attempt <= limits.maxConflictRetries; attempt++) {
+    let kv: Awaited<ReturnType<typeof store.get>>;
+    try {
+      kv = await store.get(key);
+    } catch (err) {
+      throw statusFromStorage(err, scope.subject);
+    }
+    const current = kv ? decodeStored(kv) : null;
+    const decision = await decide(current);
+    if (dryRun) return { obj: decision.obj, action: decision.action };
+    try {
+      switch (decision.action) {
+        case "noop":
+          return { obj: decision.obj, action: "noop" };
+        case "create": {
+          const rev = await store.create(key, encodeForStorage(decision.obj));
+          return { obj: withResourceVersion(decision.obj, rev), action: "create" };
+        }
+        case "update": {
+          const rev = await store.update(key, encodeForStorage(decision.obj), kv!.modRevision);
+          return { obj: withResourceVersion(decision.obj, rev), action: "update" };
+        }
+        case "delete": {
+          const rev = await store.delete(key, kv!.modRevision);
+          return { obj: withResourceVersion(decision.obj, rev), action: "delete" };
+        }
+      }
+    } catch (err) {
+      if (
+        err instanceof ConflictError ||
+        err instanceof NotFoundError ||
+        err instanceof AlreadyExistsError
+      ) {
+        lastError = conflictError(scope.subject);
+        continue;
+      }
+      throw statusFromStorage(err, scope.subject);
+    }
+  }
+  throw lastError ?? conflictError(scope.subject);
+}

@@ -1,0 +1,139 @@
+/**
+ * Test harness: the API handler on a real SQLite file behind a plain node:http
+ * server on a free port, and a small HTTP client for it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ApiHandler, type ApiLimits, createApiHandler } from "../../src/apiserver/handler.ts";
+import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
+import { SqliteStore } from "../../src/storage/sqlite.ts";
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test bodies are read freely
+  body: any;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Sent as is (no JSON encoding). */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface Harness {
+  url: string;
+  store: SqliteStore;
+  registry: Registry;
+  handler: ApiHandler;
+  dir: string;
+  request(method: string, path: string, opts?: RequestOptions): Promise<Reply>;
+  get(path: string, headers?: Record<string, string>): Promise<Reply>;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
+  put(path: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
+  patch(path: string, body: unknown, contentType: string): Promise<Reply>;
+  del(path: string, body?: unknown): Promise<Reply>;
+  /** Creates a namespace (and fails the test if that fails). */
+  namespace(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+export async function startHarness(limits: Partial<ApiLimits> = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), "setpoint-api-"));
+  const store = SqliteStore.open(join(dir, "data.db"), { durable: false });
+  const registry = createBuiltinRegistry();
+  const handler = await createApiHandler({ store, registry, limits });
+  const server = http.createServer((req, res) => {
+    handler
+      .handle(req, res, { name: "admin", groups: ["system:masters"] })
+      .then((served) => {
+        if (!served) {
+          res.statusCode = 404;
+          res.end("404 page not found");
+        }
+      })
+      .catch((err) => {
+        res.statusCode = 599;
+        res.end(String(err));
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  for (let i = 0; i < 200 && !handler.ready(); i++) await new Promise((r) => setTimeout(r, 10));
+
+  const request = (method: string, path: string, opts: RequestOptions = {}): Promise<Reply> =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+      let data: string | Buffer | undefined;
+      if (opts.raw !== undefined) data = opts.raw;
+      else if (opts.body !== undefined) {
+        data = JSON.stringify(opts.body);
+        headers["content-type"] ??= "application/json";
+      }
+      const req = http.request(`${url}${path}`, { method, headers, agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let body: unknown = text;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(data);
+    });
+
+  const h: Harness = {
+    url,
+    store,
+    registry,
+    handler,
+    dir,
+    request,
+    get: (path, headers) => request("GET", path, headers ? { headers } : {}),
+    post: (path, body, headers) => request("POST", path, { body, ...(headers ? { headers } : {}) }),
+    put: (path, body, headers) => request("PUT", path, { body, ...(headers ? { headers } : {}) }),
+    patch: (path, body, contentType) =>
+      request("PATCH", path, {
+        raw: typeof body === "string" ? body : JSON.stringify(body),
+        headers: { "content-type": contentType },
+      }),
+    del: (path, body) => request("DELETE", path, body === undefined ? {} : { body }),
+    async namespace(name: string) {
+      const r = await request("POST", "/api/v1/namespaces", {
+        body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+      });
+      if (r.status !== 201) throw new Error(`creating namespace ${name}: ${r.status} ${r.text}`);
+    },
+    async close() {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+/** A ConfigMap body. */
+export function configMap(
+  name: string,
+  data: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, ...extra }, data };
+}
