@@ -38,6 +38,7 @@ import { META_COMPACT_PROGRESS, META_COMPACTED } from "./sqlite/schema.ts";
 import {
   type ChangeRow,
   type CurrentRow,
+  type HistoryRow,
   prepareStatements,
   type Statements,
 } from "./sqlite/statements.ts";
@@ -73,6 +74,9 @@ export {
  * remaining range changed since; at most this many newer revisions are examined to tell.
  */
 export const UNCHANGED_CHECK_MAX_REVISIONS = 10_000;
+
+/** Keys read per query while listing at a past revision. */
+const HISTORY_KEYS_PER_READ = 256;
 
 /** Counters describing what the store has done since it was opened. */
 export interface SqliteStoreStats {
@@ -176,16 +180,9 @@ export class SqliteStore implements Store {
     const revision = this.#readRevision(opts.revision);
     if (revision === this.#revision) {
       const row = this.#sql.getCurrent.get(key);
-      return row ? toKeyValue(row) : null;
+      return row && row.value !== null ? toKeyValue(row, row.value) : null;
     }
-    const row = this.#sql.versionAt.get(key, revision);
-    if (!row || row.value === null) return null;
-    return {
-      key,
-      value: row.value,
-      createRevision: row.create_revision,
-      modRevision: row.revision,
-    };
+    return this.#versionAt(key, this.#sql.newestRevisionOf.get(key), revision);
   }
 
   async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
@@ -361,12 +358,20 @@ export class SqliteStore implements Store {
   /** Applies one write inside the open transaction; throws a StorageError if refused. */
   #apply(write: PendingWrite, now: number, events: WatchEvent[]): number {
     const { key } = write;
-    const current = this.#sql.getCurrent.get(key);
+    const newest = this.#sql.getCurrent.get(key);
+    const current = newest && newest.value !== null ? toKeyValue(newest, newest.value) : null;
     if (write.kind === "create") {
-      if (current) throw new AlreadyExistsError(key, toKeyValue(current));
+      if (current) throw new AlreadyExistsError(key, current);
       const revision = this.#revision + 1;
-      this.#sql.insertHistory.run(revision, key, write.value, revision, null, now);
-      this.#sql.upsertCurrent.run(key, revision);
+      this.#sql.insertHistory.run(
+        revision,
+        key,
+        write.value,
+        revision,
+        newest?.revision ?? null,
+        now,
+      );
+      this.#sql.upsertCurrent.run(key, revision, 1);
       this.#revision = revision;
       events.push({
         type: "create",
@@ -379,14 +384,20 @@ export class SqliteStore implements Store {
       return revision;
     }
     if (!current) throw new NotFoundError(key);
-    if (write.expectedRevision !== undefined && write.expectedRevision !== current.revision) {
-      throw new ConflictError(key, write.expectedRevision, toKeyValue(current));
+    if (write.expectedRevision !== undefined && write.expectedRevision !== current.modRevision) {
+      throw new ConflictError(key, write.expectedRevision, current);
     }
     const revision = this.#revision + 1;
-    const createRevision = current.create_revision;
-    this.#sql.insertHistory.run(revision, key, write.value, createRevision, current.revision, now);
-    if (write.kind === "update") this.#sql.upsertCurrent.run(key, revision);
-    else this.#sql.deleteCurrent.run(key);
+    const createRevision = current.createRevision;
+    this.#sql.insertHistory.run(
+      revision,
+      key,
+      write.value,
+      createRevision,
+      current.modRevision,
+      now,
+    );
+    this.#sql.upsertCurrent.run(key, revision, write.kind === "update" ? 1 : 0);
     this.#revision = revision;
     events.push({
       type: write.kind,
@@ -394,7 +405,7 @@ export class SqliteStore implements Store {
       revision,
       value: write.value,
       createRevision,
-      prev: toKeyValue(current),
+      prev: current,
     });
     return revision;
   }
@@ -435,25 +446,26 @@ export class SqliteStore implements Store {
       result.continue = encodeContinue({ revision, lastKey });
       result.remainingItemCount = this.#sql.countCurrent.get(keyAfter(lastKey), upper) ?? 0;
     }
-    result.items = rows.map(toKeyValue);
+    result.items = rows.map((row) => toKeyValue(row, row.value!));
     return result;
   }
 
-  /** A page as of a past revision: one index seek per distinct key, never a GROUP BY. */
+  /**
+   * A page as of a past revision: walks the keys with history in key order and each
+   * one's rows back to the revision (never a scan or GROUP BY over all of history).
+   */
   #listHistory(revision: number, lower: string, upper: string, limit: number): ListResult {
     const items: KeyValue[] = [];
-    let key = this.#sql.firstHistoryKey.get(lower, upper);
-    while (key !== undefined && (limit === 0 || items.length <= limit)) {
-      const row = this.#sql.versionAt.get(key, revision);
-      if (row && row.value !== null) {
-        items.push({
-          key,
-          value: row.value,
-          createRevision: row.create_revision,
-          modRevision: row.revision,
-        });
+    let from = lower;
+    for (;;) {
+      const keys = this.#sql.keysWithHistory.all(from, upper, HISTORY_KEYS_PER_READ);
+      for (const { key, revision: newest } of keys) {
+        const kv = this.#versionAt(key, newest, revision);
+        if (kv) items.push(kv);
+        if (limit > 0 && items.length > limit) break;
       }
-      key = this.#sql.firstHistoryKey.get(keyAfter(key), upper);
+      if (keys.length < HISTORY_KEYS_PER_READ || (limit > 0 && items.length > limit)) break;
+      from = keyAfter(keys[keys.length - 1].key);
     }
     const result: ListResult = { items, revision };
     if (limit > 0 && items.length > limit) {
@@ -461,6 +473,26 @@ export class SqliteStore implements Store {
       result.continue = encodeContinue({ revision, lastKey: items[limit - 1].key });
     }
     return result;
+  }
+
+  /**
+   * `key` as it was at `revision` (>= the compacted revision), walking back from its
+   * newest row. A row missing on the way was compacted: it was at or before the
+   * compacted revision and not the newest then, or a delete, so the key was absent.
+   */
+  #versionAt(key: string, newest: number | undefined, revision: number): KeyValue | null {
+    let row: HistoryRow | undefined =
+      newest === undefined ? undefined : this.#sql.historyRow.get(newest);
+    while (row !== undefined && row.revision > revision) {
+      row = row.prev_row === null ? undefined : this.#sql.historyRow.get(row.prev_row);
+    }
+    if (row === undefined || row.value === null) return null;
+    return {
+      key,
+      value: row.value,
+      createRevision: row.create_revision,
+      modRevision: row.revision,
+    };
   }
 
   /** History for a catching-up watch; fails once `after` has been compacted. */
@@ -504,6 +536,7 @@ export class SqliteStore implements Store {
       const through = Math.min(this.#compacted, after + this.#opts.compactionBatchSize);
       this.#db.transaction(() => {
         this.#sql.deleteReplaced.run(after, through);
+        this.#sql.forgetDeletedKeys.run({ after, through });
         this.#sql.deleteTombstones.run(after, through);
         this.#sql.setMeta.run(META_COMPACT_PROGRESS, through);
       })();
@@ -549,27 +582,29 @@ export class SqliteStore implements Store {
   }
 }
 
-function toKeyValue(row: CurrentRow): KeyValue {
+function toKeyValue(row: CurrentRow, value: string): KeyValue {
   return {
     key: row.key,
-    value: row.value,
+    value,
     createRevision: row.create_revision,
     modRevision: row.revision,
   };
 }
 
 function toEvent(row: ChangeRow): WatchEvent {
+  const type =
+    row.value === null ? "delete" : row.create_revision === row.revision ? "create" : "update";
   const prev: KeyValue | null =
-    row.prev_revision === null || row.prev_value === null
+    type === "create" || row.prev_row === null || row.prev_value === null
       ? null
       : {
           key: row.key,
           value: row.prev_value,
           createRevision: row.prev_create_revision ?? row.create_revision,
-          modRevision: row.prev_revision,
+          modRevision: row.prev_row,
         };
   return {
-    type: row.value === null ? "delete" : row.prev_revision === null ? "create" : "update",
+    type,
     key: row.key,
     revision: row.revision,
     value: row.value,

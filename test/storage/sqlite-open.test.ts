@@ -171,6 +171,7 @@ describe("SqliteStore reopen", () => {
     await store.close();
     const raw = new Database(file, { readonly: true });
     expect(raw.prepare("SELECT count(*) FROM history").pluck().get()).toBe(0);
+    expect(raw.prepare("SELECT count(*) FROM current").pluck().get()).toBe(0);
     raw.close();
     const reopened = SqliteStore.open(file);
     expect(await reopened.currentRevision()).toBe(r2);

@@ -1,10 +1,14 @@
 /**
  * The on-disk layout of a SQLite store.
  *
- * - `history`: one row per revision (the write's key, value, createRevision, and the
- *   modRevision of the version it replaced). A delete is a row with a NULL value.
- * - `current`: one row per live key pointing at its newest history row, so reads of
- *   current state are index lookups, never a scan or GROUP BY over history.
+ * - `history`: one row per revision: the write's key, value (NULL for a delete),
+ *   createRevision, and `prev_row`, the revision of the previous row of the same key
+ *   (NULL for the first). A create is a row whose create_revision equals its revision.
+ * - `current`: one row per key that has history, pointing at its newest row, with
+ *   `live` = 0 when that row is a delete. Reads of current state are index lookups over
+ *   live rows, never a scan or GROUP BY over history. A read at a past revision walks a
+ *   key's rows back from its newest through `prev_row`; there is deliberately no second
+ *   index of history by key, which would double the pages every commit writes.
  * - `meta`: the compacted revision and how far compaction has physically got.
  *
  * The format is identified by PRAGMA application_id and versioned by PRAGMA user_version.
@@ -30,14 +34,14 @@ CREATE TABLE history (
   key TEXT NOT NULL,
   value TEXT,
   create_revision INTEGER NOT NULL,
-  prev_revision INTEGER,
+  prev_row INTEGER,
   written_at INTEGER NOT NULL
 );
-CREATE INDEX history_by_key ON history (key, revision);
 
 CREATE TABLE current (
   key TEXT PRIMARY KEY,
-  revision INTEGER NOT NULL
+  revision INTEGER NOT NULL,
+  live INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 INSERT INTO meta (name, value) VALUES ('compacted_revision', 0), ('compact_progress', 0);
