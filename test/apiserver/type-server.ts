@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { KubeObject } from "../../src/api/meta.ts";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -25,6 +26,7 @@ import {
   openapiV3Hash,
   openapiV3Index,
 } from "../../src/apiserver/openapi.ts";
+import { negotiateTableVersion, toTable } from "../../src/apiserver/table.ts";
 import type { Registry } from "../../src/registry/registry.ts";
 
 export interface RecordedRequest {
@@ -61,6 +63,8 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 export interface TypeServerOptions {
   /** Minor version reported by /version (selects the kubectl build). */
   minor?: number;
+  /** Objects listed by GET on a collection, by "<group>/<plural>" (Table when asked for). */
+  lists?: Map<string, KubeObject[]>;
   /** Whether /openapi/v2 is served (default true). */
   openapiV2?: boolean;
   /** Answers a write: the object to return (status 201), after recording it. */
@@ -74,6 +78,7 @@ export async function startTypeServer(
   const minor = opts.minor ?? 32;
   const requests: RecordedRequest[] = [];
   const reads: { path: string; accept: string; contentType: string }[] = [];
+  const registryLookup = (g: string, v: string, plural: string) => reg.lookup(g, v, plural);
   /** Objects written with POST, by their item path; GET answers from here. */
   const objects = new Map<string, unknown>();
   const server: Server = createServer(async (req, res) => {
@@ -140,6 +145,22 @@ export async function startTypeServer(
       return send(200, path === "/api" ? apiVersions() : apiGroupList(reg));
     }
     const parts = path.split("/").filter(Boolean);
+    const listFor = (p: string[]) => {
+      const [group, version, rest] =
+        p[0] === "api"
+          ? ["", p[1], p.slice(2)]
+          : p[0] === "apis"
+            ? [p[1], p[2], p.slice(3)]
+            : ["", "", []];
+      if (!version) return undefined;
+      const namespaced = rest.length === 3 && rest[0] === "namespaces";
+      const plural = namespaced ? rest[2] : rest.length === 1 ? rest[0] : undefined;
+      if (!plural) return undefined;
+      const found = registryLookup(group, version, plural);
+      const items = opts.lists?.get(`${group}/${plural}`);
+      if (!found || !items) return undefined;
+      return { ...found, items, namespace: namespaced ? rest[1] : undefined };
+    };
     if (parts[0] === "api" && parts.length === 2) {
       const doc = apiResourceList(reg, "", parts[1]);
       return doc ? send(200, doc) : notFound();
@@ -151,6 +172,30 @@ export async function startTypeServer(
     if (parts[0] === "apis" && parts.length === 3) {
       const doc = apiResourceList(reg, parts[1], parts[2]);
       return doc ? send(200, doc) : notFound();
+    }
+    const listed = listFor(parts);
+    if (listed) {
+      const { def, version, items, namespace } = listed;
+      const selected = namespace ? items.filter((o) => o.metadata.namespace === namespace) : items;
+      const tableVersion = negotiateTableVersion(accept);
+      if (tableVersion) {
+        const include = url.searchParams.get("includeObject") ?? "Metadata";
+        return send(
+          200,
+          toTable(def, version, selected, {
+            includeObject: include as "None" | "Metadata" | "Object",
+            listMeta: { resourceVersion: "10" },
+            tableVersion,
+          }),
+          `application/json;as=Table;v=${tableVersion};g=meta.k8s.io`,
+        );
+      }
+      return send(200, {
+        kind: def.names.listKind,
+        apiVersion: version.name,
+        metadata: { resourceVersion: "10" },
+        items: selected,
+      });
     }
     const stored = objects.get(path);
     if (stored) return send(200, stored);
