@@ -45,10 +45,18 @@ export interface Harness {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-export async function startHarness(limits: Partial<ApiLimits> = {}): Promise<Harness> {
+export interface HarnessOptions {
+  limits?: Partial<ApiLimits>;
+  /** Adjusts the registry before the handler starts. */
+  registry?: (reg: Registry) => void;
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const limits = opts.limits ?? {};
   const dir = mkdtempSync(join(tmpdir(), "setpoint-api-"));
   const store = SqliteStore.open(join(dir, "data.db"), { durable: false });
   const registry = createBuiltinRegistry();
+  opts.registry?.(registry);
   const handler = await createApiHandler({ store, registry, limits });
   const server = http.createServer((req, res) => {
     handler
@@ -136,4 +144,94 @@ export function configMap(
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, ...extra }, data };
+}
+
+/**
+ * Registers a custom-resource-like type for tests: widgets.example.com/v1,
+ * namespaced, with a status subresource, a schema default (spec.color: blue) and a
+ * rule (spec.replicas must not be negative).
+ */
+export function addWidgetType(registry: Registry): void {
+  const cm = registry.get("", "configmaps")!;
+  const metadata = cm.versions[0].schema.properties!.metadata;
+  registry.add({
+    group: "example.com",
+    names: {
+      plural: "widgets",
+      singular: "widget",
+      kind: "Widget",
+      listKind: "WidgetList",
+      shortNames: ["wd"],
+      categories: [],
+    },
+    namespaced: true,
+    custom: true,
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        statusSubresource: true,
+        printerColumns: [],
+        schema: {
+          type: "object",
+          properties: {
+            apiVersion: { type: "string" },
+            kind: { type: "string" },
+            metadata,
+            spec: {
+              type: "object",
+              properties: {
+                replicas: { type: "integer" },
+                color: { type: "string", default: "blue" },
+                items: {
+                  type: "array",
+                  items: { type: "object", properties: { name: { type: "string" } } },
+                },
+              },
+            },
+            status: {
+              type: "object",
+              properties: { ready: { type: "boolean" }, observedGeneration: { type: "integer" } },
+            },
+          },
+        },
+      },
+    ],
+    strategy: {
+      allowUnconditionalUpdate: false,
+      tracksGeneration: true,
+      selectableFields: {
+        "spec.color": (obj) => (obj.spec as { color?: string } | undefined)?.color,
+      },
+      validate(obj) {
+        const replicas = (obj.spec as { replicas?: unknown } | undefined)?.replicas;
+        if (typeof replicas === "number" && replicas < 0) {
+          return [
+            {
+              reason: "FieldValueInvalid",
+              field: "spec.replicas",
+              message: `Invalid value: ${replicas}: must be greater than or equal to 0`,
+            },
+          ];
+        }
+        return [];
+      },
+    },
+  });
+}
+
+/** A Widget body. */
+export function widget(name: string, spec: Record<string, unknown> = {}): Record<string, unknown> {
+  return { apiVersion: "example.com/v1", kind: "Widget", metadata: { name }, spec };
+}
+
+/** Waits until `fn` returns true (polling), or throws after `ms`. */
+export async function eventually(fn: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
