@@ -61,6 +61,7 @@ import { decodeContinue, encodeContinue } from "./continue-token.ts";
 import { encodeValue, KeySpace, validateKey, validatePrefix, validateRevision } from "./keys.ts";
 import { type Compare, CompareResult, CompareTarget, type TxnResponse } from "./messages.ts";
 import { EtcdWatch, failedWatch } from "./watch.ts";
+import { WatchFanout } from "./watch-fanout.ts";
 
 /** Default time to wait for a connection to an endpoint before trying the next. */
 export const DEFAULT_DIAL_TIMEOUT_MS = 5_000;
@@ -118,6 +119,8 @@ export class EtcdStore implements Store {
   private readonly watchRetryTimeoutMs: number;
   private readonly physicalCompaction: boolean;
   private readonly watches = new Set<EtcdWatch>();
+  /** Running etcd watch streams by prefix, each shared by the watches that joined it. */
+  private readonly fanouts = new Map<string, WatchFanout[]>();
   /** Watches "from now" whose start revision is still being read; writes wait for them. */
   private readonly pendingStarts = new Set<Promise<void>>();
   /** Highest compacted revision seen so far (a lower bound of etcd's). */
@@ -303,23 +306,33 @@ export class EtcdStore implements Store {
     } catch (err) {
       return failedWatch(err as Error);
     }
+    let leave: (() => void) | undefined;
     const watch = new EtcdWatch({
-      client: this.client,
-      keys: this.keys,
-      prefix,
       fromRevision,
       bufferSize,
-      retryTimeoutMs: this.watchRetryTimeoutMs,
-      currentRevision: () => this.currentRevision(),
-      checkStart: (from) => this.checkReadable(from),
-      onCompacted: (rev) => this.noteCompacted(rev),
-      onEnd: (w) => this.watches.delete(w),
+      onEnd: (w) => {
+        this.watches.delete(w);
+        leave?.();
+      },
     });
     this.watches.add(watch);
+    const start =
+      fromRevision === 0
+        ? this.currentRevision().then((rev) => rev + 1)
+        : this.checkReadable(fromRevision).then(() => fromRevision + 1);
+    const started = start.then(
+      (startRevision) => {
+        if (watch.ended) return;
+        watch.start(startRevision);
+        const fanout = this.fanoutFor(prefix, startRevision);
+        fanout.join(watch);
+        leave = () => fanout.leave(watch);
+      },
+      (err: unknown) => watch.fail(err instanceof Error ? err : new Error(String(err))),
+    );
     if (fromRevision === 0) {
-      const ready = watch.ready;
-      this.pendingStarts.add(ready);
-      void ready.then(() => this.pendingStarts.delete(ready));
+      this.pendingStarts.add(started);
+      void started.then(() => this.pendingStarts.delete(started));
     }
     return watch;
   }
@@ -374,6 +387,34 @@ export class EtcdStore implements Store {
 
   private checkOpen(): void {
     if (this.closed) throw new ClosedError();
+  }
+
+  /** A running stream of `prefix` that a watch from `startRevision` can join, or a new one. */
+  private fanoutFor(prefix: string, startRevision: number): WatchFanout {
+    let list = this.fanouts.get(prefix);
+    const found = list?.find((f) => f.canJoin(startRevision));
+    if (found) return found;
+    const fanout = new WatchFanout(
+      {
+        client: this.client,
+        keys: this.keys,
+        prefix,
+        startRevision,
+        retryTimeoutMs: this.watchRetryTimeoutMs,
+        onCompacted: (rev) => this.noteCompacted(rev),
+      },
+      (done) => {
+        const rest = this.fanouts.get(prefix)?.filter((f) => f !== done) ?? [];
+        if (rest.length > 0) this.fanouts.set(prefix, rest);
+        else this.fanouts.delete(prefix);
+      },
+    );
+    if (!list) {
+      list = [];
+      this.fanouts.set(prefix, list);
+    }
+    list.push(fanout);
+    return fanout;
   }
 
   private async settleStarts(): Promise<void> {
