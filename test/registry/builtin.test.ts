@@ -334,3 +334,24 @@ describe("Events", () => {
     expect(validate(eventsV1EventDefinition, updated, e).map((c) => c.field)).toEqual(["note"]);
   });
 });
+
+describe("create on update", () => {
+  it("is allowed for Events and Leases only, as in Kubernetes", () => {
+    const allowed = [
+      configMapDefinition,
+      coreEventDefinition,
+      eventsV1EventDefinition,
+      leaseDefinition,
+      namespaceDefinition,
+      secretDefinition,
+      serviceAccountDefinition,
+    ]
+      .filter((d) => d.strategy.allowCreateOnUpdate === true)
+      .map((d) => `${d.names.plural}.${d.group}`);
+    expect(allowed.sort()).toEqual([
+      "events.",
+      "events.events.k8s.io",
+      "leases.coordination.k8s.io",
+    ]);
+  });
+});

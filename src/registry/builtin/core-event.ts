@@ -142,6 +142,7 @@ export const coreEventDefinition: ResourceDefinition = {
   ],
   strategy: {
     allowUnconditionalUpdate: true,
+    allowCreateOnUpdate: true,
     tracksGeneration: true,
     validate: validateCoreEvent,
     selectableFields: {

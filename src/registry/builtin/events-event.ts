@@ -170,6 +170,7 @@ export const eventsV1EventDefinition: ResourceDefinition = {
   ],
   strategy: {
     allowUnconditionalUpdate: true,
+    allowCreateOnUpdate: true,
     tracksGeneration: true,
     validate: validateEventsV1,
     selectableFields: {

@@ -110,5 +110,10 @@ export const leaseDefinition: ResourceDefinition = {
       ],
     },
   ],
-  strategy: { allowUnconditionalUpdate: true, tracksGeneration: true, validate: validateLease },
+  strategy: {
+    allowUnconditionalUpdate: true,
+    allowCreateOnUpdate: true,
+    tracksGeneration: true,
+    validate: validateLease,
+  },
 };
