@@ -16,6 +16,8 @@ import type { Store, WatchEvent } from "../../src/storage/store.ts";
 import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** Reads `n` events from a watch (fails the test if they do not come in time). */
 async function take(
   iter: AsyncIterator<WatchEvent>,
@@ -175,6 +177,41 @@ describeWithEtcd("etcd backend", () => {
     const [ev] = await take(at[Symbol.asyncIterator](), 1);
     at.cancel();
     expect(ev).toMatchObject({ type: "update", revision: r3, prev: { value: "2" } });
+  });
+
+  it("shares one etcd watcher among watches of a prefix that start together", async () => {
+    const etcdWatchers = async () => {
+      const text = await (await fetch(`${etcd.clientUrl}/metrics`)).text();
+      return Number(/^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(text)?.[1]);
+    };
+    const settled = async (want: (n: number) => boolean) => {
+      for (let i = 0; i < 100 && !want(await etcdWatchers()); i++) await sleep(20);
+      return etcdWatchers();
+    };
+    const s = await newStore();
+    // Watchers of earlier tests may still be going away: wait for the count to hold still.
+    let before = await etcdWatchers();
+    for (let stable = 0; stable < 5; ) {
+      await sleep(20);
+      const n = await etcdWatchers();
+      stable = n === before ? stable + 1 : 0;
+      before = n;
+    }
+    const r0 = await s.create("/sh/a", "0");
+    const shared = Array.from({ length: 20 }, () => s.watch("/sh/", 0));
+    const r1 = await s.update("/sh/a", "1", r0);
+    const iters = shared.map((w) => w[Symbol.asyncIterator]());
+    for (const it of iters) expect((await take(it, 1))[0].revision).toBe(r1);
+    expect(await settled((n) => n === before + 1)).toBe(before + 1);
+    // A watch that needs history the shared stream has passed gets a stream of its own.
+    const replay = s.watch("/sh/", r0 - 1);
+    expect((await take(replay[Symbol.asyncIterator](), 2)).map((e) => e.revision)).toEqual([
+      r0,
+      r1,
+    ]);
+    expect(await settled((n) => n === before + 2)).toBe(before + 2);
+    for (const w of [...shared, replay]) w.cancel();
+    expect(await settled((n) => n === before)).toBe(before);
   });
 
   it("fails to open with UnavailableError when no endpoint answers", async () => {
