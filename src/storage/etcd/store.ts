@@ -19,6 +19,12 @@
  * revision is compacted: CompactedError). `remainingItemCount` is exact (etcd counts
  * the rest of the range for free).
  *
+ * Watches are etcd watches with prev_kv, started after the caller's (exclusive)
+ * revision; watches of one prefix share an etcd stream when they can (watch-fanout.ts),
+ * which resumes by itself when etcd or the connection is lost (watch-stream.ts). A
+ * watch "from now" first reads the current revision; writes issued through the same
+ * store after watch() returned wait for that read, so the watch sees them.
+ *
  * Compaction is etcd's: `compact(r)` compacts the whole etcd (every installation
  * sharing it) at r. It is logical as soon as the call returns (reads below r and
  * watches needing events below r fail with CompactedError); old revisions are removed
