@@ -7,7 +7,10 @@
  *    "before-first-apply" (an Update entry), so that they can conflict.
  * 2. The configuration is merged into the live object (merge.ts).
  * 3. Fields the manager applied last time and leaves out now are removed, unless
- *    some manager still owns them (prune.ts).
+ *    some manager still owns them (prune.ts). Unlike Kubernetes, nodes the
+ *    configuration contains are never removed, owned or not (Kubernetes would drop,
+ *    say, an empty list the configuration sets when it sits in a map the manager no
+ *    longer owns anything of, and add it back on the next apply).
  * 4. The result is compared with the live object: every field whose value changes
  *    (or that appears) and that another manager owns is a conflict: 409, unless
  *    `force`, which takes those fields from their owners. Applying a value equal to
@@ -23,7 +26,7 @@ import type { Schema } from "../schema.ts";
 import { errors, type StatusError } from "../status.ts";
 import { compareObjects } from "./compare.ts";
 import { ApplyConflicts, conflictError, conflictsOf } from "./conflict.ts";
-import { extractFields, TypedValueError } from "./extract.ts";
+import { extractFields, extractNodes, TypedValueError } from "./extract.ts";
 import { FieldSet } from "./fieldset.ts";
 import {
   allowedConflictsFromLastApplied,
@@ -138,7 +141,11 @@ function applyOnce(
   candidate.set(id, { ...writer, set: appliedSet });
   let result = merged;
   if (previous && !previous.set.difference(appliedSet).empty) {
-    result = pruneObject(merged, previous.set, union(candidate), schema);
+    // Nodes the configuration itself contains are kept even when they are no field of
+    // anybody's (an empty list it sets, inside a map it no longer owns anything of),
+    // so that applying the configuration again changes nothing.
+    const kept = union(candidate).union(extractNodes(applied, schema));
+    result = pruneObject(merged, previous.set, kept, schema);
   }
 
   const c = compareObjects(live, result, schema);

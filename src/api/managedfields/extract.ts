@@ -43,6 +43,43 @@ export function extractFields(obj: unknown, schema: Schema | undefined, strict =
   return out;
 }
 
+/**
+ * Every node `obj` contains, as paths: each map key and each list item at any depth
+ * (not below atomic values), whether or not it counts as a field of its own.
+ */
+export function extractNodes(obj: unknown, schema: Schema | undefined): FieldSet {
+  const out = new FieldSet();
+  if (isObject(obj)) nodesOfMap(obj, resourceSchema(schema), out);
+  return out;
+}
+
+function nodesOfMap(obj: Record<string, unknown>, schema: Schema | undefined, set: FieldSet): void {
+  for (const name of definedKeys(obj)) {
+    const key = fieldKey(name);
+    set.addMember(key);
+    const child = new FieldSet();
+    nodesOf(obj[name], fieldType(schema, name).schema, child);
+    set.setChild(key, child);
+  }
+}
+
+function nodesOf(value: unknown, schema: Schema | undefined, set: FieldSet): void {
+  const shape = shapeOf(value, schema);
+  if (shape === "map") nodesOfMap(value as Record<string, unknown>, schema, set);
+  if (shape !== "list") return;
+  const items = value as unknown[];
+  const index = indexList(items, schema);
+  if (Array.isArray(index)) return;
+  const itemsSchema = itemSchema(schema);
+  items.forEach((item, i) => {
+    const key = index.keys[i];
+    set.addMember(key);
+    const child = new FieldSet();
+    nodesOf(item, itemsSchema, child);
+    set.setChild(key, set.child(key)?.union(child) ?? child);
+  });
+}
+
 function walkMap(
   obj: Record<string, unknown>,
   schema: Schema | undefined,

@@ -5,11 +5,12 @@
  * configuration) still owns them.
  *
  * Removal works on whole nodes: removing a map field, a list item or an atomic
- * field removes everything below it. A map or list left empty by removals is
- * removed from its parent too.
+ * field removes everything below it. A map or list whose every child is removed
+ * stays, empty: a node is only removed when it is in the set itself (pruning puts
+ * it there when nobody owns it nor anything below it).
  */
 import type { Schema } from "../schema.ts";
-import { extractFields } from "./extract.ts";
+import { extractFields, extractNodes } from "./extract.ts";
 import { fieldKey } from "./fieldpath.ts";
 import { FieldSet } from "./fieldset.ts";
 import {
@@ -29,26 +30,21 @@ export function removeFields(
   schema: Schema | undefined,
 ): Record<string, unknown> {
   if (set.empty) return obj;
-  return (removeIn(obj, set, resourceSchema(schema)) as Record<string, unknown> | undefined) ?? {};
+  return removeIn(obj, set, resourceSchema(schema)) as Record<string, unknown>;
 }
 
 function removeIn(value: unknown, set: FieldSet, schema: Schema | undefined): unknown {
   const shape = shapeOf(value, schema);
   if (shape === "map") {
     const obj = value as Record<string, unknown>;
-    const keys = definedKeys(obj);
     const out: Record<string, unknown> = {};
-    let kept = 0;
-    for (const k of keys) {
+    for (const k of definedKeys(obj)) {
       const key = fieldKey(k);
       if (set.hasMember(key)) continue;
       const below = set.child(key);
-      const v = below ? removeIn(obj[k], below, fieldType(schema, k).schema) : obj[k];
-      if (v === undefined) continue;
-      setOwn(out, k, v);
-      kept++;
+      setOwn(out, k, below ? removeIn(obj[k], below, fieldType(schema, k).schema) : obj[k]);
     }
-    return kept === 0 && keys.length > 0 ? undefined : out;
+    return out;
   }
   if (shape === "list") {
     const items = value as unknown[];
@@ -60,10 +56,9 @@ function removeIn(value: unknown, set: FieldSet, schema: Schema | undefined): un
       const key = index.keys[i];
       if (set.hasMember(key)) continue;
       const below = set.child(key);
-      const v = below ? removeIn(items[i], below, itemsSchema) : items[i];
-      if (v !== undefined) out.push(v);
+      out.push(below ? removeIn(items[i], below, itemsSchema) : items[i]);
     }
-    return out.length === 0 && items.length > 0 ? undefined : out;
+    return out;
   }
   return value;
 }
@@ -92,9 +87,9 @@ function ensureNamed(set: FieldSet, schema: Schema | undefined): FieldSet {
 /**
  * Removes from `merged` what `lastApplied` (the applier's previous Apply set) held
  * and nobody in `owned` (the union of every manager's set, the applier's new one
- * included) holds. Follows Kubernetes' three steps: remove the previous set, add
- * back what is owned, then add back anything removed that the previous set did not
- * hold.
+ * included, plus any node to keep) holds. Follows Kubernetes' three steps: remove the
+ * previous set, add back what is owned, then add back anything removed that the
+ * previous set did not hold.
  */
 export function pruneObject(
   merged: Record<string, unknown>,
@@ -111,6 +106,9 @@ export function pruneObject(
   const first = removeFields(merged, last, schema);
   const notOwned = mergedSet.difference(fieldsOf(first).union(ownedSet));
   const second = removeFields(merged, notOwned, schema);
-  const toRemove = mergedSet.difference(fieldsOf(second)).intersection(last);
+  // A map or list that is owned and survived the second step stays, even when left
+  // empty (Kubernetes would drop it here, since it no longer counts as a field).
+  const keep = ownedSet.intersection(extractNodes(second, schema));
+  const toRemove = mergedSet.difference(fieldsOf(second)).intersection(last).difference(keep);
   return removeFields(merged, toRemove, schema);
 }
