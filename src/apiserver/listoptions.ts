@@ -111,45 +111,9 @@ export function parseListOptions(
 
   const causes: StatusCause[] = [];
   const match = q.string("resourceVersionMatch") ?? "";
-  if (match !== "") {
-    if (match !== "Exact" && match !== "NotOlderThan") {
-      causes.push(
-        fieldErrors.notSupported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]),
-      );
-    } else {
-      opts.resourceVersionMatch = match;
-    }
-    if (opts.resourceVersion === "") {
-      causes.push(
-        fieldErrors.forbidden(
-          "resourceVersionMatch",
-          "resourceVersionMatch is forbidden unless resourceVersion is provided",
-        ),
-      );
-    }
-    if (opts.continue) {
-      causes.push(
-        fieldErrors.forbidden(
-          "resourceVersionMatch",
-          "resourceVersionMatch is forbidden when continue is provided",
-        ),
-      );
-    }
-    if (match === "Exact" && opts.resourceVersion === "0") {
-      causes.push(
-        fieldErrors.forbidden(
-          "resourceVersionMatch",
-          'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
-        ),
-      );
-    }
-  }
-  if (opts.sendInitialEvents !== undefined) {
-    if (!watch) {
-      causes.push(
-        fieldErrors.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"),
-      );
-    } else {
+  if (match === "Exact" || match === "NotOlderThan") opts.resourceVersionMatch = match;
+  if (watch) {
+    if (opts.sendInitialEvents !== undefined) {
       if (match !== "NotOlderThan") {
         causes.push(
           fieldErrors.forbidden(
@@ -158,7 +122,7 @@ export function parseListOptions(
           ),
         );
       }
-      if (!opts.allowWatchBookmarks) {
+      if (opts.sendInitialEvents && !opts.allowWatchBookmarks) {
         causes.push(
           fieldErrors.forbidden(
             "allowWatchBookmarks",
@@ -167,13 +131,64 @@ export function parseListOptions(
         );
       }
     }
-  } else if (watch && match !== "") {
-    causes.push(
-      fieldErrors.forbidden(
-        "resourceVersionMatch",
-        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-      ),
-    );
+    if (match !== "") {
+      if (opts.sendInitialEvents === undefined) {
+        causes.push(
+          fieldErrors.forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+          ),
+        );
+      }
+      if (match !== "NotOlderThan") {
+        causes.push(fieldErrors.notSupported("resourceVersionMatch", match, ["NotOlderThan"]));
+      }
+      if (opts.continue) {
+        causes.push(
+          fieldErrors.forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden when continue is provided",
+          ),
+        );
+      }
+    }
+  } else {
+    if (match !== "") {
+      if (opts.resourceVersion === "") {
+        causes.push(
+          fieldErrors.forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+          ),
+        );
+      }
+      if (opts.continue) {
+        causes.push(
+          fieldErrors.forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden when continue is provided",
+          ),
+        );
+      }
+      if (match === "Exact" && opts.resourceVersion === "0") {
+        causes.push(
+          fieldErrors.forbidden(
+            "resourceVersionMatch",
+            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+          ),
+        );
+      }
+      if (match !== "Exact" && match !== "NotOlderThan") {
+        causes.push(
+          fieldErrors.notSupported("resourceVersionMatch", match, ["Exact", "NotOlderThan"]),
+        );
+      }
+    }
+    if (opts.sendInitialEvents !== undefined) {
+      causes.push(
+        fieldErrors.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"),
+      );
+    }
   }
   if (causes.length > 0) throw invalidListOptions(causes);
   if (opts.continue && opts.resourceVersion !== "" && opts.resourceVersion !== "0") {

@@ -85,6 +85,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
         data = JSON.stringify(opts.body);
         headers["content-type"] ??= "application/json";
       }
+      if (data !== undefined) headers["content-length"] = String(Buffer.byteLength(data));
       const req = http.request(`${url}${path}`, { method, headers, agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -234,4 +235,115 @@ export async function eventually(fn: () => boolean | Promise<boolean>, ms = 5000
     if (Date.now() > until) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+export interface WatchEventLine {
+  type: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test bodies are read freely
+  object: any;
+}
+
+export interface WatchStream {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  events: WatchEventLine[];
+  /** Resolves when the server ends the response. */
+  ended: Promise<void>;
+  /** Waits until at least `n` events arrived; returns them all. */
+  waitForCount(n: number, ms?: number): Promise<WatchEventLine[]>;
+  /** Waits for an event matching `pred`. */
+  waitFor(pred: (e: WatchEventLine) => boolean, ms?: number): Promise<WatchEventLine>;
+  close(): void;
+  /** The underlying request (to pause reading). */
+  res: http.IncomingMessage;
+}
+
+/** Opens a watch and collects its events. Resolves once headers arrived. */
+export function openWatch(
+  h: Pick<Harness, "url">,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<WatchStream> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${h.url}${path}`, { method: "GET", headers }, (res) => {
+      const events: WatchEventLine[] = [];
+      let buf = "";
+      let endResolve!: () => void;
+      const ended = new Promise<void>((r) => {
+        endResolve = r;
+      });
+      const waiters: (() => void)[] = [];
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        buf += chunk;
+        let nl = buf.indexOf("\n");
+        while (nl >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (line) {
+            try {
+              events.push(JSON.parse(line));
+            } catch {
+              events.push({ type: "UNPARSEABLE", object: line });
+            }
+          }
+          nl = buf.indexOf("\n");
+        }
+        for (const w of waiters.splice(0)) w();
+      });
+      res.on("end", () => {
+        const line = buf.trim();
+        if (line) {
+          try {
+            events.push(JSON.parse(line));
+          } catch {
+            events.push({ type: "UNPARSEABLE", object: line });
+          }
+        }
+        endResolve();
+        for (const w of waiters.splice(0)) w();
+      });
+      res.on("error", () => endResolve());
+      res.on("close", () => endResolve());
+      const waitUntil = async (ok: () => boolean, ms: number, what: string) => {
+        const until = Date.now() + ms;
+        while (!ok()) {
+          if (Date.now() > until) {
+            throw new Error(
+              `watch: ${what} not seen in ${ms} ms; got ${JSON.stringify(events.map((e) => e.type))}`,
+            );
+          }
+          await new Promise<void>((r) => {
+            const t = setTimeout(r, 20);
+            waiters.push(() => {
+              clearTimeout(t);
+              r();
+            });
+          });
+        }
+      };
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        events,
+        ended,
+        res,
+        async waitForCount(n, ms = 5000) {
+          await waitUntil(() => events.length >= n, ms, `${n} events`);
+          return events;
+        },
+        async waitFor(pred, ms = 5000) {
+          let found: WatchEventLine | undefined;
+          await waitUntil(() => (found = events.find(pred)) !== undefined, ms, "event");
+          return found!;
+        },
+        close() {
+          req.destroy();
+          res.destroy();
+        },
+      });
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
