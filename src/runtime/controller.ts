@@ -22,7 +22,7 @@ import type { InformerCache, InformerScope } from "./cache.ts";
 import type { Client, ListOptions, TypeRef } from "./client.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
-import { controllerLogger, keyOf, type Logger, reconcileLogger, silentLogger } from "./log.ts";
+import { controllerLogger, type Logger, reconcileLogger, requestKey, silentLogger } from "./log.ts";
 import type { ControllerMetrics, RuntimeMetrics } from "./metrics.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 import {
@@ -151,13 +151,13 @@ export class Controller {
   /** Enqueues a request (collapsing with one already waiting). */
   enqueue(req: Request, lane: Lane = "live"): void {
     if (!req.name) return;
-    this.queue.add(keyOf(req), { lane });
+    this.queue.add(requestKey(req), { lane });
   }
 
   /** Enqueues a request to run after `delayMs`. */
   enqueueAfter(req: Request, delayMs: number): void {
     if (!req.name) return;
-    this.queue.addAfter(keyOf(req), delayMs);
+    this.queue.addAfter(requestKey(req), delayMs);
   }
 
   /** Enqueues every object of the `for` kind held by the cache (low-priority lane). */

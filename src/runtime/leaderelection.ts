@@ -152,7 +152,7 @@ export class LeaderElector {
    * so another can take it at once. Returns whether it was released.
    */
   async release(): Promise<boolean> {
-    const signal = AbortSignal.timeout(this.renewDeadlineMs);
+    const signal = AbortSignal.timeout(Math.ceil(this.renewDeadlineMs));
     for (let attempt = 0; attempt < 2; attempt++) {
       let lease = this.lease;
       try {
@@ -247,7 +247,7 @@ export class LeaderElector {
   private async tryAcquireOrRenew(signal: AbortSignal, deadline?: number): Promise<boolean> {
     const timeoutMs = Math.max(
       1,
-      (deadline ?? this.clock.now() + this.renewDeadlineMs) - this.clock.now(),
+      Math.ceil((deadline ?? this.clock.now() + this.renewDeadlineMs) - this.clock.now()),
     );
     const callSignal = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     const nowWall = microTime(this.wall());

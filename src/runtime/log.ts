@@ -30,7 +30,7 @@ export function silentLogger(): Logger {
 }
 
 /** The key of a request: "namespace/name", or "name" for cluster-scoped objects. */
-export function keyOf(req: { namespace?: string; name: string }): string {
+export function requestKey(req: { namespace?: string; name: string }): string {
   return req.namespace ? `${req.namespace}/${req.name}` : req.name;
 }
 
@@ -45,7 +45,7 @@ export function reconcileLogger(
   req: { namespace?: string; name: string },
   reconcileID: string,
 ): Logger {
-  const bindings: Record<string, string> = { key: keyOf(req), name: req.name, reconcileID };
+  const bindings: Record<string, string> = { key: requestKey(req), name: req.name, reconcileID };
   if (req.namespace) bindings.namespace = req.namespace;
   return controllerLog.child(bindings);
 }

@@ -25,7 +25,13 @@ import { ControllerBuilder, connectWatch, type WatchSpec } from "./builder.ts";
 import { InformerCache, type InformerCacheOptions } from "./cache.ts";
 import { Client, type RestConfig } from "./client.ts";
 import { Controller, type ControllerOptions } from "./controller.ts";
-import { type CheckResult, HealthChecks, type ProbeServer, startProbeServer } from "./health.ts";
+import {
+  type CheckResult,
+  HealthChecks,
+  type ProbeServer,
+  parseListenAddress,
+  startProbeServer,
+} from "./health.ts";
 import { LeaderElector } from "./leaderelection.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { RuntimeMetrics } from "./metrics.ts";
@@ -343,7 +349,10 @@ export class Manager {
 
   private async waitForSync(): Promise<void> {
     const timeoutMs = this.opts.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
-    const signal = AbortSignal.any([this.cacheAbort.signal, AbortSignal.timeout(timeoutMs)]);
+    const signal = AbortSignal.any([
+      this.cacheAbort.signal,
+      AbortSignal.timeout(Math.ceil(timeoutMs)),
+    ]);
     try {
       await this.cache.waitForSync(signal);
     } catch (e) {
@@ -374,7 +383,12 @@ export class Manager {
 
   private async startServers(): Promise<void> {
     const { metricsAddr, healthAddr } = this.opts;
-    if (metricsAddr !== undefined && String(metricsAddr) === String(healthAddr)) {
+    // One server when both name the same fixed port (port 0 means two free ports).
+    if (
+      metricsAddr !== undefined &&
+      String(metricsAddr) === String(healthAddr) &&
+      parseListenAddress(metricsAddr).port !== 0
+    ) {
       const both = await startProbeServer(metricsAddr, {
         metrics: this.metrics,
         healthz: this.healthz,

@@ -17,10 +17,10 @@ export type WithStatus<S> = KubeObject & { status?: S };
  * was written. `current` is the object as read (its resourceVersion guards the
  * write against concurrent changes).
  */
-export async function updateStatusIfChanged<S, T extends WithStatus<S>>(
+export async function updateStatusIfChanged<T extends WithStatus<unknown>>(
   client: Pick<Client, "updateStatus">,
   current: T,
-  status: S,
+  status: NonNullable<T["status"]>,
 ): Promise<T | undefined> {
   if (deepEqual(current.status, status)) return undefined;
   return client.updateStatus<T>({ ...current, status });

@@ -1,0 +1,316 @@
+/**
+ * Controllers against a real apiserver over HTTP: reconcile loop, owned
+ * objects, retries with backoff, terminal errors surfaced as Events,
+ * requeueAfter, per-key exclusivity under concurrency, read-your-own-writes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import { kind } from "../../src/runtime/builder.ts";
+import { type Client, Client as RuntimeClient } from "../../src/runtime/client.ts";
+import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
+import { createOrUpdate } from "../../src/runtime/helpers/createorupdate.ts";
+import { setControllerReference } from "../../src/runtime/helpers/ownerrefs.ts";
+import { silentLogger } from "../../src/runtime/log.ts";
+import { Manager } from "../../src/runtime/manager.ts";
+import { matching } from "../../src/runtime/predicates.ts";
+import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
+import { TerminalError } from "../../src/runtime/reconciler.ts";
+import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { startDelayProxy } from "./delayproxy.ts";
+
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+type Secret = KubeObject & { data?: Record<string, string> };
+const CM = kind<ConfigMap>("v1", "ConfigMap");
+const SECRET = kind<Secret>("v1", "Secret");
+const EVENT = kind("v1", "Event");
+
+let env: ApiEnv;
+let client: Client;
+let ns = 0;
+
+beforeAll(async () => {
+  env = await startApiEnv();
+  client = env.client();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+/** A fresh namespace per test, so tests do not see each other's objects. */
+async function namespace(): Promise<string> {
+  const name = `t${++ns}-${Date.now().toString(36)}`;
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  return name;
+}
+
+function manager(): Manager {
+  return new Manager({ client: env.client(), logger: silentLogger(), metrics: undefined });
+}
+
+function cm(namespace: string, name: string, data: Record<string, string>, labels = {}): ConfigMap {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace, labels }, data };
+}
+
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+describe("controller", () => {
+  it("reconciles owned objects to the desired state and writes only when something changed", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    const results: string[] = [];
+    mgr
+      .controller("mirror")
+      .for(CM, { predicates: [matching((o) => o.metadata.labels?.mirror === "yes")] })
+      .owns(SECRET)
+      .complete(async (req, ctx) => {
+        let source: ConfigMap;
+        try {
+          source = await ctx.reader.get<ConfigMap>(CM, req.name, req.namespace);
+        } catch (e) {
+          if (isNotFound(e)) return;
+          throw e;
+        }
+        const secret: Secret = {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: `${req.name}-mirror`, namespace: req.namespace },
+        };
+        const { result } = await createOrUpdate(
+          ctx.client,
+          secret,
+          (s) => {
+            s.data = Object.fromEntries(
+              Object.entries(source.data ?? {}).map(([k, v]) => [k, b64(v)]),
+            );
+            setControllerReference(source, s);
+          },
+          { reader: ctx.reader },
+        );
+        results.push(result);
+      });
+    await client.create(cm(n, "a", { x: "1" }, { mirror: "yes" }));
+    await client.create(cm(n, "ignored", { x: "1" }));
+    await mgr.start();
+    try {
+      const first = await eventually(
+        () => client.get<Secret>(SECRET, "a-mirror", n),
+        10_000,
+        "mirror",
+      );
+      expect(first.data).toEqual({ x: b64("1") });
+      expect(first.metadata.ownerReferences?.[0]).toMatchObject({
+        kind: "ConfigMap",
+        name: "a",
+        controller: true,
+      });
+
+      await client.update({
+        ...cm(n, "a", { x: "2" }, { mirror: "yes" }),
+        metadata: { ...(await client.get<ConfigMap>(CM, "a", n)).metadata },
+      });
+      await eventually(
+        async () => (await client.get<Secret>(SECRET, "a-mirror", n)).data?.x === b64("2"),
+      );
+
+      // A deleted dependent wakes its owner through the ownerReference and comes back.
+      await client.delete(SECRET, "a-mirror", n);
+      await eventually(
+        () => client.get<Secret>(SECRET, "a-mirror", n),
+        10_000,
+        "re-created mirror",
+      );
+
+      // Quiet once converged: the owned Secret's own events reconcile to "unchanged".
+      await sleep(300);
+      const writes = results.filter((r) => r !== "unchanged").length;
+      await sleep(300);
+      expect(results.filter((r) => r !== "unchanged").length).toBe(writes);
+      expect(writes).toBe(3); // created, updated, re-created
+      await expect(client.get(SECRET, "ignored-mirror", n)).rejects.toSatisfy(isNotFound);
+    } finally {
+      await mgr.stop();
+    }
+  });
+
+  it("retries failures with per-key backoff and resets on success", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    const attempts: number[] = [];
+    const c = mgr
+      .controller("flaky")
+      .for(CM)
+      .withOptions({
+        rateLimiter: new ExponentialBackoffRateLimiter({ baseDelayMs: 20, jitter: 0 }),
+      })
+      .complete(async (req) => {
+        if (req.namespace !== n) return;
+        attempts.push(Date.now());
+        if (attempts.length <= 3) throw new Error(`transient failure ${attempts.length}`);
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "f", {}));
+      await eventually(() => attempts.length >= 4, 10_000, "4 attempts");
+      // Backoff doubled between attempts: 20, 40, 80 ms (at least).
+      const gaps = attempts.slice(1).map((t, i) => t - attempts[i]);
+      expect(gaps[0]).toBeGreaterThanOrEqual(18);
+      expect(gaps[1]).toBeGreaterThanOrEqual(38);
+      expect(gaps[2]).toBeGreaterThanOrEqual(78);
+      expect(c.queue.numRequeues(`${n}/f`)).toBe(0);
+      await sleep(200);
+      expect(attempts.length).toBe(4);
+      const text = await mgr.metrics.text();
+      expect(text).toMatch(/controller_runtime_reconcile_errors_total\{controller="flaky"\} 3/);
+      expect(text).toMatch(/workqueue_retries_total\{name="flaky",controller="flaky"\} 3/);
+    } finally {
+      await mgr.stop();
+    }
+  });
+
+  it("does not retry a TerminalError and records it as a Warning Event on the object", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    let attempts = 0;
+    mgr
+      .controller("strict")
+      .for(CM)
+      .complete(async (req) => {
+        if (req.namespace !== n) return;
+        attempts++;
+        throw new TerminalError("spec is invalid: data.size must be a number", {
+          reason: "InvalidSpec",
+        });
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "bad", { size: "large" }));
+      const events = await eventually(async () => {
+        const list = await client.list<KubeObject>(EVENT, { namespace: n });
+        return list.items.length > 0 ? list.items : undefined;
+      });
+      expect(events[0]).toMatchObject({
+        type: "Warning",
+        reason: "InvalidSpec",
+        message: "spec is invalid: data.size must be a number",
+        involvedObject: { kind: "ConfigMap", name: "bad", namespace: n },
+        source: { component: "strict" },
+      });
+      await sleep(300);
+      expect(attempts).toBe(1);
+    } finally {
+      await mgr.stop();
+    }
+  });
+
+  it("requeueAfter reconciles again after the delay without counting a failure", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    const times: number[] = [];
+    const c = mgr
+      .controller("poller")
+      .for(CM)
+      .complete(async (req) => {
+        if (req.namespace !== n) return;
+        times.push(Date.now());
+        return times.length < 3 ? { requeueAfter: 100 } : undefined;
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "p", {}));
+      await eventually(() => times.length >= 3);
+      expect(times[1] - times[0]).toBeGreaterThanOrEqual(95);
+      expect(times[2] - times[1]).toBeGreaterThanOrEqual(95);
+      expect(c.queue.numRequeues(`${n}/p`)).toBe(0);
+      expect(await mgr.metrics.text()).toMatch(
+        /controller_runtime_reconcile_total\{controller="poller",result="requeue_after"\} 2/,
+      );
+    } finally {
+      await mgr.stop();
+    }
+  });
+
+  it("never runs one key on two workers at once, while using several workers", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    const running = new Set<string>();
+    let overlap = 0;
+    let maxParallel = 0;
+    let runs = 0;
+    mgr
+      .controller("exclusive")
+      .for(CM)
+      .withOptions({ maxConcurrentReconciles: 4 })
+      .complete(async (req) => {
+        if (req.namespace !== n) return;
+        const key = req.name;
+        if (running.has(key)) overlap++;
+        running.add(key);
+        maxParallel = Math.max(maxParallel, running.size);
+        await sleep(15);
+        running.delete(key);
+        runs++;
+      });
+    await mgr.start();
+    try {
+      const names = ["a", "b", "c", "d", "e", "f"];
+      await Promise.all(names.map((name) => client.create(cm(n, name, { v: "0" }))));
+      // A stream of updates to the same keys while they are being reconciled.
+      for (let i = 1; i <= 5; i++) {
+        await Promise.all(
+          names.map(async (name) => {
+            const cur = await client.get<ConfigMap>(CM, name, n);
+            await client.update({ ...cur, data: { v: String(i) } });
+          }),
+        );
+      }
+      await eventually(() => runs >= names.length * 2);
+      await sleep(200);
+      expect(overlap).toBe(0);
+      expect(maxParallel).toBeGreaterThan(1);
+      expect(maxParallel).toBeLessThanOrEqual(4);
+    } finally {
+      await mgr.stop();
+    }
+  });
+
+  it("waits for the cache to see its own writes before reconciling the key again", async () => {
+    // Watches reach this manager 150 ms late, so its cache lags behind its writes.
+    const proxy = await startDelayProxy(env.url, 150);
+    const n = await namespace();
+    const mgr = new Manager({
+      client: new RuntimeClient({ server: proxy.url }),
+      logger: silentLogger(),
+    });
+    let conflicts = 0;
+    let stale = 0;
+    let lastWritten = "";
+    mgr
+      .controller("counter")
+      .for(CM, { predicates: [matching((o) => o.metadata.namespace === n)] })
+      .complete(async (req, ctx) => {
+        const cur = await ctx.reader.get<ConfigMap>(CM, req.name, req.namespace);
+        if (lastWritten && cur.metadata.resourceVersion !== lastWritten) stale++;
+        const count = Number(cur.data?.count ?? "0");
+        if (count >= 5) return;
+        try {
+          const out = await ctx.client.update({ ...cur, data: { count: String(count + 1) } });
+          lastWritten = out.metadata.resourceVersion ?? "";
+        } catch (e) {
+          if (isConflict(e)) conflicts++;
+          throw e;
+        }
+        // Come back at once, long before the watch delivers the write.
+        return { requeueAfter: 1 };
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "c", { count: "0" }));
+      await eventually(async () => (await client.get<ConfigMap>(CM, "c", n)).data?.count === "5");
+      expect(conflicts).toBe(0);
+      expect(stale).toBe(0);
+    } finally {
+      await mgr.stop();
+      await proxy.close();
+    }
+  });
+});

@@ -1,0 +1,99 @@
+/** The event recorder against a real apiserver: deduplication, new series, spam filter. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import type { Client } from "../../src/runtime/client.ts";
+import { EVENT_SPAM_BURST, Recorder } from "../../src/runtime/events.ts";
+import { type ApiEnv, startApiEnv } from "./apienv.ts";
+
+const EVENT = { apiVersion: "v1", kind: "Event" };
+type Event = KubeObject & { count?: number; reason?: string; message?: string; type?: string };
+
+let env: ApiEnv;
+let client: Client;
+let seq = 0;
+
+beforeAll(async () => {
+  env = await startApiEnv();
+  client = env.client();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+async function target(): Promise<KubeObject> {
+  const ns = `ev-${++seq}-${Date.now().toString(36)}`;
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  return client.create<KubeObject>({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "obj", namespace: ns },
+  });
+}
+
+async function eventsIn(ns: string): Promise<Event[]> {
+  return (await client.list<Event>(EVENT, { namespace: ns })).items;
+}
+
+describe("Recorder", () => {
+  it("folds identical events into one object with a count", async () => {
+    const obj = await target();
+    const ns = obj.metadata.namespace!;
+    const rec = new Recorder(client, { component: "demo", instance: "pod-1" });
+    for (let i = 0; i < 5; i++) rec.warning(obj, "Failed", "could not reach the backend");
+    await rec.flush();
+    rec.warning(obj, "Failed", "could not reach the backend");
+    rec.normal(obj, "Synced", "all good");
+    await rec.flush();
+    const events = await eventsIn(ns);
+    expect(events).toHaveLength(2);
+    const failed = events.find((e) => e.reason === "Failed")!;
+    expect(failed).toMatchObject({
+      type: "Warning",
+      count: 6,
+      message: "could not reach the backend",
+      involvedObject: { kind: "ConfigMap", name: "obj", namespace: ns, uid: obj.metadata.uid },
+      source: { component: "demo", host: "pod-1" },
+      reportingComponent: "demo",
+    });
+    expect(failed.metadata.name).toMatch(/^obj\./);
+    expect(events.find((e) => e.reason === "Synced")?.count).toBe(1);
+  });
+
+  it("starts a new Event when the old one is gone", async () => {
+    const obj = await target();
+    const ns = obj.metadata.namespace!;
+    const rec = new Recorder(client, { component: "demo" });
+    rec.normal(obj, "Tick", "t");
+    await rec.flush();
+    const [first] = await eventsIn(ns);
+    await client.delete(EVENT, first.metadata.name!, ns);
+    rec.normal(obj, "Tick", "t");
+    await rec.flush();
+    const after = await eventsIn(ns);
+    expect(after).toHaveLength(1);
+    expect(after[0].metadata.name).not.toBe(first.metadata.name);
+    expect(after[0].count).toBe(2);
+  });
+
+  it("the spam filter bounds events per object", async () => {
+    const obj = await target();
+    const ns = obj.metadata.namespace!;
+    const rec = new Recorder(client, { component: "demo", now: () => 1_000 });
+    for (let i = 0; i < EVENT_SPAM_BURST + 10; i++) rec.normal(obj, "Tick", `message ${i}`);
+    await rec.flush();
+    expect(await eventsIn(ns)).toHaveLength(EVENT_SPAM_BURST);
+  });
+
+  it("events about cluster-scoped objects go to the default namespace; failures never throw", async () => {
+    const nsObj = await client.get<KubeObject>({ apiVersion: "v1", kind: "Namespace" }, "default");
+    const rec = new Recorder(client, { component: "demo" });
+    const reason = `Cluster${Date.now()}`;
+    rec.normal(nsObj, reason, "about a namespace");
+    // An object without a name cannot be recorded: ignored, not thrown.
+    rec.normal({ apiVersion: "v1", kind: "ConfigMap", metadata: {} }, "X", "y");
+    await rec.flush();
+    const events = (await eventsIn("default")).filter((e) => e.reason === reason);
+    expect(events).toHaveLength(1);
+    expect(events[0].involvedObject).toMatchObject({ kind: "Namespace", name: "default" });
+  });
+});
