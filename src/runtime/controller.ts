@@ -108,7 +108,7 @@ export class Controller {
   private readonly metrics?: ControllerMetrics;
   private readonly clock: Clock;
   /** Kinds with informers this controller uses: only these are waited on for read-your-own-writes. */
-  private readonly cachedTypes = new Set<string>();
+  private readonly cachedTypes = new Map<string, InformerScope | undefined>();
   private readonly ownWrites = new Map<string, WrittenObject[]>();
   private readonly inFlight = new Set<InFlight>();
   private workersAbort: AbortController | undefined;
@@ -140,12 +140,12 @@ export class Controller {
         instance: opts.instance,
         logger: this.log,
       });
-    if (opts.forType) this.cachedTypes.add(typeKey(opts.forType));
+    if (opts.forType) this.cachedTypes.set(typeKey(opts.forType), opts.forScope);
   }
 
   /** Notes that this controller reads `type` from the cache (so its writes of it are waited on). */
-  usesCachedType(type: TypeRef): void {
-    this.cachedTypes.add(typeKey(type));
+  usesCachedType(type: TypeRef, scope?: InformerScope): void {
+    if (!this.cachedTypes.has(typeKey(type))) this.cachedTypes.set(typeKey(type), scope);
   }
 
   /** Enqueues a request (collapsing with one already waiting). */
@@ -246,7 +246,12 @@ export class Controller {
         this.queue.add(key);
         return;
       }
-      await this.process(key);
+      try {
+        await this.process(key);
+      } catch (e) {
+        // process() handles reconcile errors; this is a fault of the machinery itself.
+        this.log.error({ key, err: e instanceof Error ? e.message : String(e) }, "worker failed");
+      }
     }
   }
 
@@ -334,10 +339,10 @@ export class Controller {
   /** The cache reader of a reconcile: the shared cache, noting the kinds it reads. */
   private reader(): CacheReader {
     const cache = this.opts.cache;
-    const note = (t: TypeRef) => this.cachedTypes.add(typeKey(t));
+    const note = (t: TypeRef, scope?: InformerScope) => this.usesCachedType(t, scope);
     return {
       get: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) => {
-        note(t);
+        note(t, scope);
         return cache.get<T>(t, name, ns, scope);
       },
       list: <T extends KubeObject>(t: TypeRef, opts?: ListOptions): Promise<KubeList<T>> => {
@@ -350,7 +355,7 @@ export class Controller {
         ns?: string,
         scope?: InformerScope,
       ) => {
-        note(t);
+        note(t, scope);
         return cache.peek<T>(t, name, ns, scope);
       },
     };
@@ -369,7 +374,13 @@ export class Controller {
     }
     const results = await Promise.all(
       [...latest.values()].map((w) =>
-        this.opts.cache.waitForResourceVersion(w.type, w, w.resourceVersion, timeout),
+        this.opts.cache.waitForResourceVersion(
+          w.type,
+          w,
+          w.resourceVersion,
+          timeout,
+          this.cachedTypes.get(typeKey(w.type)),
+        ),
       ),
     );
     if (results.includes(false)) {

@@ -182,7 +182,7 @@ export class Manager {
       metrics: this.metrics,
       instance: this.identity,
     });
-    for (const w of watches) controller.usesCachedType(w.type);
+    for (const w of watches) controller.usesCachedType(w.type, w.scope);
     const reg: Registered = { controller, watches, connected: false };
     this.registered.push(reg);
     if (this.state === "starting" || this.state === "running") {

@@ -3,6 +3,8 @@
  * objects, retries with backoff, terminal errors surfaced as Events,
  * requeueAfter, per-key exclusivity under concurrency, read-your-own-writes.
  */
+import { Writable } from "node:stream";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { kind } from "../../src/runtime/builder.ts";
@@ -312,5 +314,54 @@ describe("controller", () => {
       await mgr.stop();
       await proxy.close();
     }
+  });
+
+  it("logs with the controller, key and a reconcile id", async () => {
+    const n = await namespace();
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split("\n")) if (l) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const mgr = new Manager({ client: env.client(), logger: pino({ level: "info" }, sink) });
+    const ids: string[] = [];
+    mgr
+      .controller("chatty")
+      .for(CM, { predicates: [matching((o) => o.metadata.namespace === n)] })
+      .complete(async (_req, ctx) => {
+        ids.push(ctx.reconcileID);
+        ctx.log.info({ step: "observe" }, "hello");
+        if (ids.length === 1) throw new Error("first pass fails");
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "logged", {}));
+      await eventually(() => ids.length >= 2);
+      await sleep(50);
+    } finally {
+      await mgr.stop();
+    }
+    const hellos = lines.filter((l) => l.msg === "hello");
+    expect(hellos.length).toBeGreaterThanOrEqual(2);
+    for (const l of hellos) {
+      expect(l).toMatchObject({
+        controller: "chatty",
+        key: `${n}/logged`,
+        namespace: n,
+        name: "logged",
+        step: "observe",
+      });
+    }
+    expect(hellos.map((l) => l.reconcileID)).toEqual(ids.slice(0, hellos.length));
+    expect(new Set(ids).size).toBe(ids.length);
+    const failure = lines.find((l) => l.msg === "reconcile failed; retrying with backoff");
+    expect(failure).toMatchObject({
+      controller: "chatty",
+      key: `${n}/logged`,
+      reconcileID: ids[0],
+      err: "first pass fails",
+    });
   });
 });
