@@ -24,7 +24,7 @@ import type { KubeObject } from "../meta.ts";
 import { parseApiVersion } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { errors, type StatusError } from "../status.ts";
-import { compareObjects } from "./compare.ts";
+import { type Comparison, compareObjects } from "./compare.ts";
 import { ApplyConflicts, conflictError, conflictsOf } from "./conflict.ts";
 import { extractFields, extractNodes, TypedValueError } from "./extract.ts";
 import { FieldSet } from "./fieldset.ts";
@@ -41,6 +41,7 @@ import {
   type Managed,
   type ManagerEntry,
   managerId,
+  sameManaged,
 } from "./managers.ts";
 import { mergeObjects } from "./merge.ts";
 import { pruneObject } from "./prune.ts";
@@ -111,6 +112,12 @@ function withSystemMetadata(
   return { ...merged, metadata };
 }
 
+const NO_CHANGE: Comparison = {
+  added: new FieldSet(),
+  modified: new FieldSet(),
+  removed: new FieldSet(),
+};
+
 function union(managed: Managed): FieldSet {
   let out = new FieldSet();
   for (const e of managed.values()) out = out.union(e.set);
@@ -148,7 +155,8 @@ function applyOnce(
     result = pruneObject(merged, previous.set, kept, schema);
   }
 
-  const c = compareObjects(live, result, schema);
+  const changed = !jsonEqual(live ?? {}, result);
+  const c = changed ? compareObjects(live, result, schema) : NO_CHANGE;
   const changedFields = c.modified.union(c.added);
   const conflicting = new Map<string, { manager: ManagerEntry; fields: FieldSet }>();
   for (const [other, e] of managed) {
@@ -165,7 +173,6 @@ function applyOnce(
     set = set.difference(c.removed);
     if (!set.empty) out.set(other, set === e.set ? e : { ...e, set });
   }
-  const changed = !jsonEqual(live ?? {}, result);
   const own = appliedSet.difference(UNTRACKED_FIELDS);
   if (!own.empty) {
     const entry: ManagerEntry = { ...writer, set: own };
@@ -214,7 +221,8 @@ export function applyServerSide(
     throw e;
   }
 
-  let managed = decodeManagedFieldsOrEmpty(live?.metadata?.managedFields);
+  const liveManaged = decodeManagedFieldsOrEmpty(live?.metadata?.managedFields);
+  let managed = liveManaged;
   if (managed.size === 0 && live) {
     const writer = updateWriter(opts, BEFORE_FIRST_APPLY_MANAGER);
     managed = capUpdateManagers(recordUpdate(managed, undefined, live, schema, writer, opts.time));
@@ -241,7 +249,10 @@ export function applyServerSide(
     result.changed || !live ? result.object : (live as Record<string, unknown>),
   ) as KubeObject;
   if (!isObject(out.metadata)) out.metadata = {};
-  const entries = encodeManagedFields(result.managed);
+  const entries =
+    live?.metadata?.managedFields && sameManaged(result.managed, liveManaged)
+      ? cloneJson(live.metadata.managedFields)
+      : encodeManagedFields(result.managed);
   if (entries.length > 0) out.metadata.managedFields = entries;
   else delete out.metadata.managedFields;
   if (opts.manager === KUBECTL_MANAGER && lastAppliedOf(out) !== undefined)

@@ -84,11 +84,29 @@ function parseJson(text: string, what: string): unknown {
 }
 
 /**
+ * At most this many parsed path elements are remembered (keyed and set-item elements
+ * are parsed again and again when managedFields are decoded and sorted); the memory
+ * is emptied when it is full.
+ */
+export const PATH_ELEMENT_CACHE_SIZE = 10_000;
+
+const parsed = new Map<string, PathElement | undefined>();
+const canonical = new Map<string, PathKey | undefined>();
+
+/**
  * Decodes a serialized path element. Returns undefined for a well-formed key with an
  * unknown type letter (Kubernetes ignores those); throws PathElementError for a
- * malformed one.
+ * malformed one. The result is shared: do not modify it.
  */
 export function parsePathElement(key: string): PathElement | undefined {
+  if (parsed.has(key)) return parsed.get(key);
+  const pe = parseUncached(key);
+  if (parsed.size >= PATH_ELEMENT_CACHE_SIZE) parsed.clear();
+  parsed.set(key, pe);
+  return pe;
+}
+
+function parseUncached(key: string): PathElement | undefined {
   if (key.length < 2) throw new PathElementError(`key must be 2 characters long: ${key}`);
   if (key[1] !== ":") throw new PathElementError(`missing colon: ${key}`);
   const rest = key.slice(2);
@@ -118,8 +136,12 @@ export function parsePathElement(key: string): PathElement | undefined {
  */
 export function canonicalPathKey(key: string): PathKey | undefined {
   if (key.startsWith("f:")) return key;
+  if (canonical.has(key)) return canonical.get(key);
   const pe = parsePathElement(key);
-  return pe && serializePathElement(pe);
+  const out = pe && serializePathElement(pe);
+  if (canonical.size >= PATH_ELEMENT_CACHE_SIZE) canonical.clear();
+  canonical.set(key, out);
+  return out;
 }
 
 const RANK: Record<string, number> = { f: 0, k: 1, v: 2, i: 3 };

@@ -170,6 +170,17 @@ export function encodeManagedFields(managed: Managed): ManagedFieldsEntry[] {
   });
 }
 
+/** True if both hold the same managers with the same versions, times and fields. */
+export function sameManaged(a: Managed, b: Managed): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, e] of a) {
+    const o = b.get(id);
+    if (!o || o.apiVersion !== e.apiVersion || o.time !== e.time || !o.set.equals(e.set))
+      return false;
+  }
+  return true;
+}
+
 /** A copy of `managed` whose entries can be replaced without touching the original map. */
 export function copyManaged(managed: Managed): Managed {
   return new Map(managed);

@@ -168,8 +168,39 @@ export function shapeOf(value: unknown, schema: Schema | undefined): Shape {
 /** The path element of a list item, or the reason it has none. */
 export type ItemKey = { key: PathKey; error?: undefined } | { key?: undefined; error: string };
 
+interface CachedKey {
+  keys: string[];
+  values: unknown[];
+  result: ItemKey;
+}
+
+/**
+ * Path elements of keyed-list items already computed, per item schema and item
+ * object: an apply walks the same items several times (merge, compare, extract). An
+ * entry is used only while the item's key fields still hold the same values.
+ */
+const itemKeyCache = new WeakMap<Schema, WeakMap<object, CachedKey>>();
+
 /** The path element of an item of a set or keyed list. */
 export function itemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
+  if (kind.kind !== "map" || !items || !isObject(item)) return computeItemKey(item, kind, items);
+  let perSchema = itemKeyCache.get(items);
+  if (!perSchema) {
+    perSchema = new WeakMap();
+    itemKeyCache.set(items, perSchema);
+  }
+  const values = kind.keys.map((k) => getOwn(item, k));
+  const hit = perSchema.get(item);
+  if (hit && hit.keys === kind.keys && hit.values.every((v, i) => v === values[i]))
+    return hit.result;
+  const result = computeItemKey(item, kind, items);
+  if (values.every((v) => typeof v !== "object" || v === null)) {
+    perSchema.set(item, { keys: kind.keys, values, result });
+  }
+  return result;
+}
+
+function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
   if (kind.kind === "map") {
     if (item === null) return { error: "associative list with keys may not have a null element" };
     if (!isObject(item))

@@ -149,6 +149,7 @@ export function compareValues(a: unknown, b: unknown): number {
 }
 
 const HTML_UNSAFE = /[<>&\u2028\u2029]/g;
+const HAS_HTML_UNSAFE = /[<>&\u2028\u2029]/;
 
 function escapeHtml(c: string): string {
   return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
@@ -156,7 +157,8 @@ function escapeHtml(c: string): string {
 
 /** A JSON string literal as Go's encoder writes it (HTML-sensitive characters escaped). */
 export function goJsonString(s: string): string {
-  return JSON.stringify(s).replace(HTML_UNSAFE, escapeHtml);
+  const json = JSON.stringify(s);
+  return HAS_HTML_UNSAFE.test(s) ? json.replace(HTML_UNSAFE, escapeHtml) : json;
 }
 
 /**
