@@ -55,6 +55,8 @@ export interface InformerHealth {
   relists: number;
   /** Watches resumed after they ended, dropped or went silent. */
   rewatches: number;
+  /** Watches given up because nothing (not even a bookmark) arrived within the idle deadline. */
+  idleRestarts: number;
   /** Consecutive failures of list or watch. */
   failures: number;
   lastError?: string;
@@ -248,6 +250,7 @@ export class Informer<T extends KubeObject> {
       watching: s.watching,
       relists: s.relists,
       rewatches: s.rewatches,
+      idleRestarts: s.idleRestarts,
       failures: s.failures,
       resourceVersion: this.lastRv,
       objects: this.store.size,

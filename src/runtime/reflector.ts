@@ -143,11 +143,12 @@ export class Reflector<T extends KubeObject> {
     let mode: ListMode = "any";
     let needList = true;
     while (!signal.aborted) {
-      const phase = needList ? "list" : "watch";
+      let phase: "list" | "watch" = needList ? "list" : "watch";
       try {
         if (needList) {
           await this.list(mode, signal);
           needList = false;
+          phase = "watch";
         }
         const outcome = await this.watch(signal);
         if (outcome === "expired") {

@@ -15,6 +15,7 @@ interface Pair {
 
 export class FaultProxy {
   private readonly pairs = new Set<Pair>();
+  private blocked = false;
   /** Connections accepted so far. */
   connections = 0;
 
@@ -50,6 +51,16 @@ export class FaultProxy {
     this.pairs.clear();
   }
 
+  /** Cuts every open connection and refuses new ones until unblock(). */
+  block(): void {
+    this.blocked = true;
+    this.drop();
+  }
+
+  unblock(): void {
+    this.blocked = false;
+  }
+
   /** Withholds everything the server sends on the connections open now, keeping them open. New connections work. */
   stall(): void {
     for (const p of this.pairs) p.frozen = true;
@@ -61,6 +72,10 @@ export class FaultProxy {
   }
 
   private accept(client: Socket, host: string, port: number): void {
+    if (this.blocked) {
+      client.destroy();
+      return;
+    }
     this.connections++;
     const upstream = connect(port, host);
     const pair: Pair = { client, upstream, frozen: false };

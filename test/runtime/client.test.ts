@@ -1,0 +1,283 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import type { Client, WatchEvent } from "../../src/runtime/client.ts";
+import {
+  ApiError,
+  isAlreadyExists,
+  isBadRequest,
+  isConflict,
+  isGone,
+  isInvalid,
+  isNoKindMatch,
+  isNotFound,
+  isUnauthorized,
+  retryOnConflict,
+} from "../../src/runtime/errors.ts";
+import { type RealServer, startRealServer } from "./realserver.ts";
+
+const CM = { apiVersion: "v1", kind: "ConfigMap" };
+const NS = { apiVersion: "v1", kind: "Namespace" };
+
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+
+function cm(name: string, namespace: string, data: Record<string, string> = {}): ConfigMap {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data };
+}
+
+let env: RealServer;
+let client: Client;
+
+beforeAll(async () => {
+  // A small watch cache window, so that old versions are soon out of it (410).
+  env = await startRealServer({ limits: { watchCacheWindow: 50 } });
+  client = env.client();
+  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "c1" } });
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+describe("client against the apiserver", () => {
+  it("creates, reads, updates and deletes, with typed errors carrying the Status", async () => {
+    const created = await client.create(cm("a", "c1", { k: "1" }), { fieldManager: "t" });
+    expect(created.metadata.uid).toBeTruthy();
+    expect(created).toMatchObject({ apiVersion: "v1", kind: "ConfigMap" });
+
+    const again = await client.create(cm("a", "c1")).catch((e: unknown) => e);
+    expect(isAlreadyExists(again)).toBe(true);
+    expect(isConflict(again)).toBe(false);
+    expect((again as ApiError).status).toMatchObject({ kind: "Status", code: 409 });
+
+    const got = await client.get<ConfigMap>(CM, "a", "c1");
+    expect(got.data).toEqual({ k: "1" });
+
+    const updated = await client.update({ ...got, data: { k: "2" } });
+    expect(updated.metadata.resourceVersion).not.toBe(got.metadata.resourceVersion);
+    // A write with the old resourceVersion loses.
+    const stale = await client.update({ ...got, data: { k: "3" } }).catch((e: unknown) => e);
+    expect(isConflict(stale)).toBe(true);
+    expect((stale as ApiError).code).toBe(409);
+
+    await client.delete(CM, "a", "c1");
+    const gone = await client.get(CM, "a", "c1").catch((e: unknown) => e);
+    expect(gone).toBeInstanceOf(ApiError);
+    expect(isNotFound(gone)).toBe(true);
+    expect((gone as ApiError).status.reason).toBe("NotFound");
+    expect((gone as ApiError).message).toMatch(/"a" not found/);
+  });
+
+  it("maps invalid objects, bad selectors and unknown kinds to their predicates", async () => {
+    const bad = await client.create(cm("Not_A_Name", "c1")).catch((e: unknown) => e);
+    expect(isInvalid(bad)).toBe(true);
+    expect((bad as ApiError).status.details?.causes?.length).toBeGreaterThan(0);
+
+    const sel = await client.list(CM, { labelSelector: "a in (" }).catch((e: unknown) => e);
+    expect(isBadRequest(sel)).toBe(true);
+
+    const kind = await client.get({ apiVersion: "v1", kind: "Nope" }, "x").catch((e: unknown) => e);
+    expect(isNoKindMatch(kind)).toBe(true);
+    const group = await client
+      .get({ apiVersion: "nothing.example.com/v1", kind: "Nope" }, "x")
+      .catch((e: unknown) => e);
+    expect(isNoKindMatch(group)).toBe(true);
+  });
+
+  it("patches with merge, JSON, strategic merge and server-side apply", async () => {
+    await client.create(cm("p", "c1", { a: "1", b: "2" }));
+    const merged = await client.patch<ConfigMap>(
+      CM,
+      "p",
+      "c1",
+      { data: { b: null, c: "3" } },
+      {
+        type: "merge",
+      },
+    );
+    expect(merged.data).toEqual({ a: "1", c: "3" });
+    const jsonPatched = await client.patch<ConfigMap>(
+      CM,
+      "p",
+      "c1",
+      [{ op: "replace", path: "/data/a", value: "9" }],
+      { type: "json" },
+    );
+    expect(jsonPatched.data).toEqual({ a: "9", c: "3" });
+    const strategic = await client.patch<ConfigMap>(
+      CM,
+      "p",
+      "c1",
+      { metadata: { labels: { x: "y" } } },
+      { type: "strategic" },
+    );
+    expect(strategic.metadata.labels).toEqual({ x: "y" });
+
+    const applied = await client.apply(cm("applied", "c1", { owned: "yes" }), {
+      fieldManager: "runtime-test",
+    });
+    expect(applied.data).toEqual({ owned: "yes" });
+    expect(applied.metadata.managedFields?.some((m) => m.manager === "runtime-test")).toBe(true);
+    // Another manager setting the same field conflicts unless forced.
+    const conflict = await client
+      .apply(cm("applied", "c1", { owned: "no" }), { fieldManager: "other" })
+      .catch((e: unknown) => e);
+    expect(isConflict(conflict)).toBe(true);
+    const forced = await client.apply(cm("applied", "c1", { owned: "no" }), {
+      fieldManager: "other",
+      force: true,
+    });
+    expect(forced.data).toEqual({ owned: "no" });
+  });
+
+  it("honours dry run, delete preconditions and the status subresource", async () => {
+    await client.create(cm("dry", "c1"), { dryRun: true });
+    expect(isNotFound(await client.get(CM, "dry", "c1").catch((e: unknown) => e))).toBe(true);
+
+    const obj = await client.create(cm("pre", "c1"));
+    const wrongUid = await client
+      .delete(CM, "pre", "c1", { preconditions: { uid: "not-the-uid" } })
+      .catch((e: unknown) => e);
+    expect(isConflict(wrongUid)).toBe(true);
+    await client.delete(CM, "pre", "c1", { preconditions: { uid: obj.metadata.uid } });
+
+    const ns = await client.get<KubeObject>(NS, "c1");
+    const status = await client.updateStatus({ ...ns, status: { phase: "Active" } });
+    expect((status.status as { phase: string }).phase).toBe("Active");
+  });
+
+  it("retryOnConflict re-reads and wins against a concurrent writer", async () => {
+    await client.create(cm("counter", "c1", { n: "0" }));
+    const other = env.client();
+    let attempts = 0;
+    await retryOnConflict(async () => {
+      attempts++;
+      const cur = await client.get<ConfigMap>(CM, "counter", "c1");
+      if (attempts === 1) {
+        // Someone else writes between our read and our write.
+        await other.update({ ...cur, data: { n: "100" } });
+      }
+      const n = Number(cur.data?.n ?? "0") + 1;
+      return client.update({ ...cur, data: { n: String(n) } });
+    });
+    expect(attempts).toBe(2);
+    expect((await client.get<ConfigMap>(CM, "counter", "c1")).data?.n).toBe("101");
+    // Errors other than conflicts are not retried.
+    let calls = 0;
+    const err = await retryOnConflict(async () => {
+      calls++;
+      return client.get(CM, "missing", "c1");
+    }).catch((e: unknown) => e);
+    expect(isNotFound(err)).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it("lists in pages, by label and field selector, and as metadata only", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "pages" } });
+    for (let i = 0; i < 23; i++) {
+      const obj = cm(`item-${String(i).padStart(2, "0")}`, "pages", { big: "x".repeat(100) });
+      obj.metadata.labels = { parity: i % 2 === 0 ? "even" : "odd" };
+      await client.create(obj);
+    }
+    const first = await client.list<ConfigMap>(CM, { namespace: "pages", limit: 10 });
+    expect(first.items).toHaveLength(10);
+    expect(first.metadata.continue).toBeTruthy();
+    expect(first.items[0]).toMatchObject({ apiVersion: "v1", kind: "ConfigMap" });
+    const before = client.stats.byVerb.list ?? 0;
+    const all = await client.listAll<ConfigMap>(CM, { namespace: "pages", limit: 10 });
+    expect(client.stats.byVerb.list - before).toBe(3);
+    expect(all.items.map((o) => o.metadata.name)).toEqual(
+      Array.from({ length: 23 }, (_, i) => `item-${String(i).padStart(2, "0")}`),
+    );
+    expect(all.metadata.continue).toBeUndefined();
+
+    const odd = await client.list(CM, { namespace: "pages", labelSelector: "parity=odd" });
+    expect(odd.items).toHaveLength(11);
+    const one = await client.list(CM, { fieldSelector: "metadata.name=item-07" });
+    expect(one.items.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      "pages/item-07",
+    ]);
+
+    const meta = await client.list(CM, { namespace: "pages", metadataOnly: true, limit: 5 });
+    expect(meta.items).toHaveLength(5);
+    for (const item of meta.items) {
+      expect(Object.keys(item).sort()).toEqual(["apiVersion", "kind", "metadata"]);
+      expect(item).toMatchObject({ apiVersion: "v1", kind: "ConfigMap" });
+      expect(item.metadata.labels?.parity).toBeTruthy();
+    }
+    const metaOne = await client.get(CM, "item-01", "pages", { metadataOnly: true });
+    expect(metaOne).not.toHaveProperty("data");
+    expect(metaOne.metadata.name).toBe("item-01");
+  });
+
+  it("watches from a resourceVersion, and a compacted version answers 410", async () => {
+    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "w" } });
+    const list = await client.list(CM, { namespace: "w" });
+    const stream = client.watch<ConfigMap>(CM, {
+      namespace: "w",
+      resourceVersion: list.metadata.resourceVersion,
+      allowWatchBookmarks: true,
+    });
+    await client.create(cm("x", "w", { v: "1" }));
+    await client.patch(CM, "x", "w", { data: { v: "2" } }, { type: "merge" });
+    await client.delete(CM, "x", "w");
+    const seen: string[] = [];
+    for await (const ev of stream) {
+      if (ev.type === "BOOKMARK") continue;
+      if (ev.type === "ERROR") throw new Error(ev.object.message);
+      seen.push(`${ev.type}:${ev.object.data?.v}`);
+      expect(ev.object.kind).toBe("ConfigMap");
+      if (seen.length === 3) break;
+    }
+    expect(seen).toEqual(["ADDED:1", "MODIFIED:2", "DELETED:2"]);
+    expect(stream.done).toBe(true);
+
+    // A version long gone: the server says so with a 410, as an ERROR event or an HTTP answer.
+    for (let i = 0; i < 60; i++) await client.create(cm(`fill-${i}`, "w"));
+    const old = client.watch(CM, { namespace: "w", resourceVersion: "1", idleTimeoutMs: 5000 });
+    let expired: unknown;
+    try {
+      for await (const ev of old) {
+        if (ev.type === "ERROR") {
+          expired = new ApiError(ev.object);
+          break;
+        }
+      }
+    } catch (e) {
+      expired = e;
+    }
+    expect(isGone(expired)).toBe(true);
+  });
+
+  it("counts requests by verb", async () => {
+    const c = env.client();
+    await c.list(CM, { namespace: "c1" });
+    await c.get(NS, "c1");
+    await c.create(cm("counted", "c1"));
+    await c.delete(CM, "counted", "c1");
+    expect(c.stats.byVerb).toEqual({ discovery: 1, list: 1, get: 1, create: 1, delete: 1 });
+    expect(c.stats.requests).toBe(5);
+  });
+
+  it("speaks https with a CA and a bearer token, and is refused without the token", async () => {
+    const secure = await startRealServer({ secure: true });
+    try {
+      const ok = secure.client();
+      const list = await ok.list(NS);
+      expect(list.items.map((n) => n.metadata.name)).toContain("default");
+      const anon = secure.client({ token: undefined });
+      const err = await anon.list(NS).catch((e: unknown) => e);
+      expect(isUnauthorized(err)).toBe(true);
+      const events: WatchEvent[] = [];
+      const w = ok.watch(NS, { resourceVersion: list.metadata.resourceVersion });
+      await ok.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "tls-ns" } });
+      for await (const ev of w) {
+        events.push(ev);
+        break;
+      }
+      expect(events[0]).toMatchObject({ type: "ADDED", object: { metadata: { name: "tls-ns" } } });
+    } finally {
+      await secure.close();
+    }
+  });
+});
