@@ -69,6 +69,21 @@ describe("SqliteStore", () => {
     });
   });
 
+  it("works the same without durable commits (durable: false) and across reopen", async () => {
+    const file = nextFile();
+    const store = open({ durable: false }, file);
+    const r1 = await store.create("/nd/a", "v");
+    await Promise.all([store.create("/nd/b", "v"), store.update("/nd/a", "w", r1)]);
+    await store.close();
+    opened.pop();
+    const reopened = open({}, file);
+    expect((await reopened.list("/nd/")).items.map((kv) => `${kv.key}=${kv.value}`)).toEqual([
+      "/nd/a=w",
+      "/nd/b=v",
+    ]);
+    expect(await reopened.currentRevision()).toBe(r1 + 2);
+  });
+
   describe("background compaction", () => {
     it("compacts history past retention in small batches, keeping the newest revisions", async () => {
       let now = 1_700_000_000_000;
