@@ -193,6 +193,11 @@ describe("ConfigMap", () => {
       validate(configMapDefinition, obj("ConfigMap", { data: { k: "x".repeat(254) } })),
     ).toEqual([]);
     expect(
+      validate(configMapDefinition, obj("ConfigMap", { binaryData: { b: "!!" } })).map(
+        (c) => c.field,
+      ),
+    ).toEqual(["binaryData[b]"]);
+    expect(
       validate(configMapDefinition, obj("ConfigMap", { data: { ["k".repeat(254)]: "x" } }))[0]
         ?.message,
     ).toContain("253");

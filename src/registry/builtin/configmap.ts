@@ -3,7 +3,15 @@ import type { KubeObject } from "../../api/meta.ts";
 import type { StatusCause } from "../../api/status.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { bool, bytesMap, stringMap } from "./build.ts";
-import { base64Length, dataKeyCauses, deepEqual, forbidden, invalid, tooLong } from "./causes.ts";
+import {
+  base64Length,
+  dataKeyCauses,
+  deepEqual,
+  forbidden,
+  invalid,
+  isBase64,
+  tooLong,
+} from "./causes.ts";
 import { kindSchema } from "./meta.ts";
 import { CORE_V1 } from "./references.ts";
 
@@ -43,8 +51,14 @@ function validateConfigMap(obj: KubeObject, old: KubeObject | undefined): Status
     }
     if (typeof value === "string") size += Buffer.byteLength(value, "utf8");
   }
-  for (const value of Object.values(binary ?? {})) {
-    if (typeof value === "string") size += base64Length(value);
+  for (const [key, value] of Object.entries(binary ?? {})) {
+    if (typeof value !== "string" || !isBase64(value)) {
+      causes.push(
+        invalid(`binaryData[${key}]`, "<binary data>", "a valid base64 string is required"),
+      );
+      continue;
+    }
+    size += base64Length(value);
   }
   if (size > MAX_DATA_SIZE) causes.push(tooLong("", MAX_DATA_SIZE));
   if (old?.immutable === true)
