@@ -29,6 +29,8 @@ export interface EventRecorder {
   event(obj: KubeObject, type: EventType, reason: string, message: string): void;
   normal(obj: KubeObject, reason: string, message: string): void;
   warning(obj: KubeObject, reason: string, message: string): void;
+  /** Resolves when the Events recorded so far have been written (or given up on). */
+  flush?(): Promise<void>;
 }
 
 /** Entries of the deduplication cache (client-go's maxLruCacheEntries). */

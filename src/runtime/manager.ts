@@ -47,6 +47,8 @@ export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
  * open watch and no activity for this long.
  */
 export const DEFAULT_INFORMER_STALL_MS = 60_000;
+/** On shutdown, how long to wait for Events still being written. */
+export const EVENT_FLUSH_TIMEOUT_MS = 2_000;
 
 export interface LeaderElectionOptions {
   /** The Lease's name. */
@@ -218,7 +220,10 @@ export class Manager {
     return this.healthServer?.address;
   }
 
-  /** Resolves once this manager leads (at once without leader election). */
+  /**
+   * Resolves once this manager leads (once running, without leader election),
+   * or when it stops without having led.
+   */
   elected(): Promise<void> {
     if (this.isLeader) return Promise.resolve();
     return new Promise((r) => this.electedWaiters.push(r));
@@ -231,6 +236,10 @@ export class Manager {
   async start(signal?: AbortSignal): Promise<void> {
     if (this.state !== "new") throw new Error("a manager starts only once");
     this.state = "starting";
+    if (signal?.aborted) {
+      await this.stop();
+      return;
+    }
     signal?.addEventListener("abort", () => void this.stop(), { once: true });
     try {
       await this.startServers();
@@ -281,8 +290,8 @@ export class Manager {
     this.cacheAbort.abort();
     await Promise.all(
       this.registered.map((r) => {
-        const rec = r.controller.recorder as { flush?: () => Promise<void> };
-        return rec.flush ? withTimeout(rec.flush(), 2_000) : undefined;
+        const flushing = r.controller.recorder.flush?.();
+        return flushing ? withTimeout(flushing, EVENT_FLUSH_TIMEOUT_MS) : undefined;
       }),
     );
     await this.closeServers();
