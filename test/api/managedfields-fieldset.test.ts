@@ -106,6 +106,10 @@ describe("path elements", () => {
       '.metadata.finalizers[="x/y"]',
     );
     expect(pathString([f("a"), "i:3"])).toBe(".a[3]");
+    // values are quoted as Go's %q quotes them
+    expect(pathString([f("a"), keyKey([["name", 'x"y\n\u0001\\u0001']])])).toBe(
+      '.a[name="x\\"y\\n\\x01\\\\u0001"]',
+    );
   });
 });
 

@@ -9,7 +9,6 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import { StatusError } from "../../src/api/status.ts";
 import { API_VERSION, at, config, Server, schema, spec } from "./managedfields-helpers.ts";
 
-const opt = <T>(a: fc.Arbitrary<T>) => a;
 const small = fc.integer({ min: 0, max: 2 });
 
 /** Random specs of the test kind, touching every list and map kind of its schema. */
@@ -67,10 +66,9 @@ const specArb = fc.record(
   { requiredKeys: [] },
 );
 
-const labelsArb = opt(
-  fc.option(fc.dictionary(fc.constantFrom("l1", "l2"), fc.constantFrom("v1", "v2")), {
-    nil: undefined,
-  }),
+const labelsArb = fc.option(
+  fc.dictionary(fc.constantFrom("l1", "l2"), fc.constantFrom("v1", "v2")),
+  { nil: undefined },
 );
 
 const cfgArb = fc

@@ -181,11 +181,31 @@ export function goJson(v: unknown): string {
   return `{${keys.map((k) => `${goJsonString(k)}:${goJson(v[k])}`).join(",")}}`;
 }
 
+const GO_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  "\\": "\\\\",
+  "\x07": "\\a",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\v": "\\v",
+};
+
 /** A string quoted as Go's `%q` verb quotes it (used in conflict and error messages). */
 export function goQuote(s: string): string {
-  return JSON.stringify(s)
-    .replace(/\\u00([01][0-9a-f])/g, "\\x$1")
-    .replace(/\x7f/g, "\\x7f");
+  let out = '"';
+  for (const ch of s) {
+    const esc = GO_ESCAPES[ch];
+    if (esc !== undefined) {
+      out += esc;
+      continue;
+    }
+    const c = ch.codePointAt(0) ?? 0;
+    out += c < 0x20 || c === 0x7f ? `\\x${c.toString(16).padStart(2, "0")}` : ch;
+  }
+  return `${out}"`;
 }
 
 /** A value printed as structured-merge-diff prints it in field paths (`"x"`, `80`, `true`). */
