@@ -148,7 +148,7 @@ export class SqliteStore implements Store {
       this.#timer = setInterval(() => this.#compactByRetention(), opts.compactionIntervalMs);
       this.#timer.unref();
     }
-    if (this.#compactProgress < this.#compacted) this.#startCompaction();
+    if (this.#compactProgress < this.#compacted) this.#compactInBackground();
   }
 
   /**
@@ -178,15 +178,21 @@ export class SqliteStore implements Store {
     this.#checkOpen();
     checkKey(key);
     const revision = this.#readRevision(opts.revision);
-    if (revision === this.#revision) {
-      const row = this.#sql.getCurrent.get(key);
-      return row && row.value !== null ? toKeyValue(row, row.value) : null;
-    }
-    return this.#versionAt(key, this.#sql.newestRevisionOf.get(key), revision);
+    return unavailableOnFailure("read", () => {
+      if (revision === this.#revision) {
+        const row = this.#sql.getCurrent.get(key);
+        return row && row.value !== null ? toKeyValue(row, row.value) : null;
+      }
+      return this.#versionAt(key, this.#sql.newestRevisionOf.get(key), revision);
+    });
   }
 
   async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
     this.#checkOpen();
+    return unavailableOnFailure("list", () => this.#list(prefix, opts));
+  }
+
+  #list(prefix: string, opts: ListOptions): ListResult {
     let revision: number;
     let after: string | null = null;
     if (opts.continue) {
@@ -230,7 +236,10 @@ export class SqliteStore implements Store {
       fromRevision: fromRevision === 0 ? this.#revision : fromRevision,
       liveFrom: this.#revision,
       bufferSize: Math.max(1, opts.bufferSize ?? this.#opts.watchBufferSize),
-      source: { readHistory: (p, a, t, l) => this.#readChanges(p, a, t, l) },
+      source: {
+        readHistory: (p, a, t, l) =>
+          unavailableOnFailure("watch", () => this.#readChanges(p, a, t, l)),
+      },
       detach: (w) => this.#watches.delete(w),
     });
     if (fromRevision !== 0 && fromRevision < this.#compacted) {
@@ -245,7 +254,9 @@ export class SqliteStore implements Store {
     this.#checkOpen();
     checkRevision("revision", revision);
     if (revision > this.#revision) throw new FutureRevisionError(revision, this.#revision);
-    if (revision > this.#compacted) this.#setCompacted(revision);
+    unavailableOnFailure("compaction", () => {
+      if (revision > this.#compacted) this.#setCompacted(revision);
+    });
     await this.#startCompaction();
   }
 
@@ -534,12 +545,14 @@ export class SqliteStore implements Store {
     while (!this.#closed && this.#compactProgress < this.#compacted) {
       const after = this.#compactProgress;
       const through = Math.min(this.#compacted, after + this.#opts.compactionBatchSize);
-      this.#db.transaction(() => {
-        this.#sql.deleteReplaced.run(after, through);
-        this.#sql.forgetDeletedKeys.run({ after, through });
-        this.#sql.deleteTombstones.run(after, through);
-        this.#sql.setMeta.run(META_COMPACT_PROGRESS, through);
-      })();
+      unavailableOnFailure("compaction", () =>
+        this.#db.transaction(() => {
+          this.#sql.deleteReplaced.run(after, through);
+          this.#sql.forgetDeletedKeys.run({ after, through });
+          this.#sql.deleteTombstones.run(after, through);
+          this.#sql.setMeta.run(META_COMPACT_PROGRESS, through);
+        })(),
+      );
       this.#compactProgress = through;
       this.#stats.compactionBatches++;
       // Let queued writes commit between batches.
@@ -556,12 +569,18 @@ export class SqliteStore implements Store {
     try {
       const target = this.#retentionTarget();
       if (target > this.#compacted) this.#setCompacted(target);
-      this.#startCompaction().catch((error: unknown) => {
-        this.#stats.lastCompactionError = String(error);
-      });
     } catch (error) {
       this.#stats.lastCompactionError = String(error);
+      return;
     }
+    this.#compactInBackground();
+  }
+
+  /** Runs the compaction loop with nobody waiting; failures are kept in stats(). */
+  #compactInBackground(): void {
+    this.#startCompaction().catch((error: unknown) => {
+      this.#stats.lastCompactionError = String(error);
+    });
   }
 
   #retentionTarget(): number {
@@ -579,6 +598,19 @@ export class SqliteStore implements Store {
       else hi = mid - 1;
     }
     return lo;
+  }
+}
+
+/**
+ * Runs a database step; a failure that is not a contract error (an I/O error, damage
+ * found while reading) becomes UnavailableError carrying the cause.
+ */
+function unavailableOnFailure<T>(what: string, step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof StorageError) throw error;
+    throw new UnavailableError(`${what} failed: ${(error as Error).message}`, { cause: error });
   }
 }
 
