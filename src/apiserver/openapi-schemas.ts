@@ -93,6 +93,9 @@ export const deleteOptionsSchema: Schema = defineSchema(
       gracePeriodSeconds: int64(
         "The duration in seconds before the object should be deleted. Zero means delete immediately.",
       ),
+      ignoreStoreReadErrorWithClusterBreakingPotential: bool(
+        "If set to true, an object whose stored data cannot be read (decryption or decoding failure) is deleted anyway, without the usual checks: dangerous, and only for such corrupt objects.",
+      ),
       kind: str(KIND_DESCRIPTION),
       orphanDependents: bool(
         "Deprecated: use propagationPolicy. Should the dependent objects be orphaned.",

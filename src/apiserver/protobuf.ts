@@ -7,7 +7,8 @@
  *
  * The message definitions are in ./protobuf/*.proto (Kubernetes' package names and
  * field numbers); which message encodes which kind comes from the built-in
- * definitions' `protobufMessage`.
+ * definitions' `protobufMessage`. DELETE bodies (meta/v1 DeleteOptions, under any
+ * apiVersion) decode too; like every decoded object they carry `metadata: {}`.
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,6 +40,13 @@ const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
  * JSON, even when zero. Other scalar fields are `omitempty`: zero values are left out.
  */
 const POINTER_FIELDS = new Set([
+  `${META}.DeleteOptions.gracePeriodSeconds`,
+  `${META}.DeleteOptions.preconditions`,
+  `${META}.DeleteOptions.orphanDependents`,
+  `${META}.DeleteOptions.propagationPolicy`,
+  `${META}.DeleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential`,
+  `${META}.Preconditions.uid`,
+  `${META}.Preconditions.resourceVersion`,
   `${META}.OwnerReference.controller`,
   `${META}.OwnerReference.blockOwnerDeletion`,
   `${META}.ObjectMeta.deletionGracePeriodSeconds`,
@@ -108,6 +116,8 @@ function messageFor(apiVersion: string, kind: string): Type | undefined {
     }
     messagesByKind = m;
   }
+  // DeleteOptions is registered in every group-version.
+  if (kind === "DeleteOptions") return loadRoot().lookupType(`${META}.DeleteOptions`);
   return messagesByKind.get(`${apiVersion}/${kind}`);
 }
 

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Schema } from "../../src/api/schema.ts";
 import { StatusError } from "../../src/api/status.ts";
+import { deleteOptionsSchema } from "../../src/apiserver/openapi-schemas.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,
@@ -385,6 +386,34 @@ describe("decodeProtobufObject", () => {
     });
   });
 
+  it("decodes DeleteOptions under any group-version", () => {
+    expect(
+      decodeProtobufObject(
+        body("coordination.k8s.io/v1", "DeleteOptions", [
+          [1, "varint", 0],
+          [
+            2,
+            "msg",
+            [
+              [1, "string", "u-1"],
+              [2, "string", ""],
+            ],
+          ],
+          [4, "string", "Foreground"],
+          [5, "string", "All"],
+        ]),
+      ),
+    ).toEqual({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "DeleteOptions",
+      metadata: {},
+      gracePeriodSeconds: 0,
+      preconditions: { uid: "u-1", resourceVersion: "" },
+      propagationPolicy: "Foreground",
+      dryRun: ["All"],
+    });
+  });
+
   it("ignores fields it does not know, as Kubernetes does", () => {
     const obj = decodeProtobufObject(
       body("v1", "ConfigMap", [
@@ -546,6 +575,12 @@ describe("protobuf messages agree with the schemas", () => {
       compared++;
     }
     expect(compared).toBe(7);
+    compare(
+      root.lookupType("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
+      deleteOptionsSchema,
+      "DeleteOptions",
+      true,
+    );
   });
 });
 
