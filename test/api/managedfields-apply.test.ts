@@ -377,6 +377,20 @@ describe("server-side apply: merging per the schema", () => {
   });
 });
 
+describe("server-side apply: objects without a schema", () => {
+  it("merges maps key by key and replaces lists whole (every key its own field)", () => {
+    const s = new Server({ type: "object", "x-kubernetes-preserve-unknown-fields": true });
+    s.apply(config({ spec: { list: [1, 2], m: { a: 1 } } }), "alice");
+    expect(JSON.stringify(s.entry("alice")?.fieldsV1)).toBe(
+      '{"f:spec":{".":{},"f:list":{},"f:m":{".":{},"f:a":{}}}}',
+    );
+    const err = conflictOf(() => s.apply(config({ spec: { list: [3] } }), "bob"));
+    expect(err.status.details?.causes?.[0].field).toBe(".spec.list");
+    const out = s.apply(config({ spec: { list: [3], m: { b: 2 } } }), "bob", { force: true });
+    expect(spec(out)).toEqual({ list: [3], m: { a: 1, b: 2 } });
+  });
+});
+
 describe("server-side apply: status subresource", () => {
   it("keeps main-resource and status ownership apart", () => {
     const s = new Server();
