@@ -108,13 +108,6 @@ export class Registry {
     return [...this.#defs.values()].sort((a, b) => compareGroups(a.group, b.group));
   }
 
-  /** The served versions of a definition, highest priority first. */
-  static servedVersions(def: ResourceDefinition): VersionDefinition[] {
-    return def.versions
-      .filter((v) => v.served)
-      .sort((a, b) => compareVersionPriority(a.name, b.name));
-  }
-
   /** Served group-versions with the preferred (highest priority) version per group; core group "" first. */
   groups(): { group: string; versions: string[]; preferred: string }[] {
     const byGroup = new Map<string, Set<string>>();
