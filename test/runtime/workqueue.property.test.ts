@@ -268,4 +268,78 @@ describe("WorkQueue properties", () => {
     }
     for (let i = 0; i < 1000; i++) expect(served.has(`i${i}`)).toBe(true);
   });
+
+  it("async workers waiting in get(): exclusive, complete, under random timing", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            key: fc.constantFrom(...KEYS),
+            kind: fc.constantFrom("add" as const, "after" as const, "fail" as const),
+            gap: fc.integer({ min: 0, max: 30 }),
+            work: fc.integer({ min: 0, max: 40 }),
+          }),
+          { maxLength: 60 },
+        ),
+        fc.integer({ min: 1, max: 4 }),
+        async (steps, workers) => {
+          const clock = new FakeClock();
+          const q = new WorkQueue({
+            clock,
+            rateLimiter: new ExponentialBackoffRateLimiter({
+              baseDelayMs: 5,
+              maxDelayMs: 200,
+              jitter: 0,
+            }),
+          });
+          const flush = async () => {
+            for (let i = 0; i < 10; i++) await Promise.resolve();
+          };
+          const held = new Set<string>();
+          const pending = new Set<string>();
+          const failNext = new Set<string>();
+          let overlap = 0;
+          const work = new Map<string, number>();
+          const loops = Array.from({ length: workers }, async () => {
+            for (;;) {
+              const k = await q.get();
+              if (k === undefined) return;
+              if (held.has(k)) overlap++;
+              held.add(k);
+              pending.delete(k);
+              await new Promise<void>((r) => clock.setTimer(r, work.get(k) ?? 0));
+              held.delete(k);
+              if (failNext.delete(k)) q.addRateLimited(k);
+              else q.forget(k);
+              q.done(k);
+            }
+          });
+          for (const s of steps) {
+            work.set(s.key, s.work);
+            pending.add(s.key);
+            if (s.kind === "add") q.add(s.key);
+            if (s.kind === "after") q.addAfter(s.key, s.gap);
+            if (s.kind === "fail") {
+              failNext.add(s.key);
+              q.add(s.key);
+            }
+            await flush();
+            clock.advance(s.gap);
+            await flush();
+          }
+          // Let everything finish: failures retry until they succeed.
+          for (let i = 0; i < 500 && (q.size > 0 || held.size > 0); i++) {
+            clock.advance(50);
+            await flush();
+          }
+          expect(overlap).toBe(0);
+          expect(q.size).toBe(0);
+          expect([...pending]).toEqual([]);
+          q.shutDown();
+          await Promise.all(loops);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
 });
