@@ -212,16 +212,19 @@ class HttpWatcher implements CacheWatcher {
       this.#pending = [];
       return;
     }
-    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
-    this.#pending = [];
-    res.write(chunk);
     if (!this.#closed && res.writableLength > this.scope.ctx.limits.slowWatcherBytes) {
+      // What was written before is still not taken: the client is not reading.
       this.scope.ctx.logger?.warn(
         { buffered: res.writableLength, resource: this.scope.def.names.plural },
         "watch client is not reading; ending its watch",
       );
-      this.close();
+      this.#pending = [];
+      this.close(true);
+      return;
     }
+    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
+    this.#pending = [];
+    res.write(chunk);
   }
 
   /** Starts the bookmark and timeout timers. */
@@ -243,8 +246,13 @@ class HttpWatcher implements CacheWatcher {
     this.close();
   }
 
-  /** Ends the watch: pending events are written and the response is ended properly. */
-  close(): void {
+  /**
+   * Ends the watch: pending events are written and the response is ended properly.
+   * A client that does not take what is buffered within the drain time loses its
+   * connection; one cut off for not reading (`cutOff`) loses it after that time in
+   * any case, so its buffers are freed.
+   */
+  close(cutOff = false): void {
     if (this.#closed) return;
     this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);
@@ -255,13 +263,13 @@ class HttpWatcher implements CacheWatcher {
       const rest = this.#pending.join("");
       this.#pending = [];
       res.end(rest);
-      if (res.writableLength > 0) {
-        // Give a slow reader a bounded time to take what is buffered.
+      if (cutOff || res.writableLength > 0) {
         const t = setTimeout(() => {
-          if (!res.writableFinished) res.destroy();
+          if (cutOff || !res.writableFinished) res.destroy();
         }, this.scope.ctx.limits.watchDrainMs);
         t.unref();
-        res.once("finish", () => clearTimeout(t));
+        if (!cutOff) res.once("finish", () => clearTimeout(t));
+        res.once("close", () => clearTimeout(t));
       }
     }
     for (const fn of this.#onClose.splice(0)) fn();

@@ -333,9 +333,8 @@ export function openWatch(
           return events;
         },
         async waitFor(pred, ms = 5000) {
-          let found: WatchEventLine | undefined;
-          await waitUntil(() => (found = events.find(pred)) !== undefined, ms, "event");
-          return found!;
+          await waitUntil(() => events.some(pred), ms, "event");
+          return events.find(pred)!;
         },
         close() {
           req.destroy();
