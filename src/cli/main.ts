@@ -1,9 +1,39 @@
 /** The `setpoint` command: dispatches to its subcommands. */
+import { UsageError } from "./storage.ts";
+import { UP_USAGE, up } from "./up.ts";
+
+export const USAGE = `Usage: setpoint <command> [flags]
+
+Commands:
+  up          run the control plane (apiserver on embedded SQLite or etcd)
+
+Run 'setpoint <command> --help' for a command's flags.
+`;
+
 export async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
-  switch (command) {
-    default:
-      process.stderr.write(`setpoint: unknown command ${JSON.stringify(command ?? "")}\n`);
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "up":
+        return await up(rest);
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        process.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        process.stderr.write(`setpoint: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (
+      err instanceof UsageError ||
+      (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+    ) {
+      process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${UP_USAGE}`);
       return 2;
+    }
+    throw err;
   }
 }
