@@ -30,7 +30,7 @@ describe("startTestEnv", () => {
   });
 
   it("round-trips objects through the real HTTP API", async () => {
-    const cm = await env.client.create({
+    const cm = await env.client.create<KubeObject>({
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: { name: "cfg", namespace: "default" },
