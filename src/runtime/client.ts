@@ -95,6 +95,8 @@ export interface WatchOptions extends CallOptions {
   metadataOnly?: boolean;
   /** Fail the stream when no bytes arrive for this long (0: never). */
   idleTimeoutMs?: number;
+  /** Called once the server has accepted the watch (answered 2xx). */
+  onOpen?: () => void;
 }
 
 export interface WriteOptions extends CallOptions {
@@ -356,7 +358,11 @@ export class Client implements Reader {
           timeoutMs: 0,
         });
       },
-      { idleTimeoutMs: opts.idleTimeoutMs, transform: (o) => fillType<T>(o, type, meta) },
+      {
+        idleTimeoutMs: opts.idleTimeoutMs,
+        onOpen: opts.onOpen,
+        transform: (o) => fillType<T>(o, type, meta),
+      },
     );
   }
 

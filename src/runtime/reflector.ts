@@ -13,8 +13,10 @@
  * - 410 Gone/Expired (on the watch request or as an ERROR event) means the server
  *   no longer has the history from that version: re-list with a consistent read
  *   (no resourceVersion) and let the sink reconcile its copy against it.
- * - Other failures back off exponentially with jitter, capped; the count resets
- *   after a list or a watch that delivered something.
+ * - Other failures (and watches that end at once without delivering anything)
+ *   back off exponentially with jitter, capped; the delay starts over only after a
+ *   quiet period, so a list that works followed by a watch that fails still slows
+ *   down. Watch failures resume the watch; unexpected answers re-list.
  */
 import type { KubeObject } from "../api/meta.ts";
 import type { Status } from "../api/status.ts";
@@ -40,6 +42,8 @@ export const DEFAULT_WATCH_TIMEOUT_MAX_SECONDS = 600;
  * dead and resumed. Kubernetes sends a bookmark to each watcher about once a minute.
  */
 export const DEFAULT_WATCH_IDLE_DEADLINE_MS = 150_000;
+/** The backoff starts over after this long without a failure, in ms. */
+export const DEFAULT_BACKOFF_RESET_MS = 120_000;
 /** Items per list page. */
 export const DEFAULT_LIST_PAGE_SIZE = 500;
 /** A watch that ends sooner than this without delivering anything counts as a failure. */
@@ -85,6 +89,7 @@ export interface ReflectorOptions<T extends KubeObject> {
   idleDeadlineMs?: number;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
+  backoffResetMs?: number;
   logger?: RuntimeLogger;
 }
 
@@ -128,6 +133,8 @@ export class Reflector<T extends KubeObject> {
   private readonly log: RuntimeLogger;
   private listed = false;
   private expiredInARow = 0;
+  private backoffLevel = 0;
+  private lastBackoffAt = 0;
 
   constructor(
     private readonly client: Client,
@@ -155,13 +162,12 @@ export class Reflector<T extends KubeObject> {
           needList = true;
           mode = "consistent";
           // A server that expires every fresh watch at once must not make us spin.
-          if (++this.expiredInARow > 1) await this.pause(new Error("watch expired again"), signal);
+          if (++this.expiredInARow > 1) {
+            if (!(await this.pause(new Error("the watch expired again"), signal))) break;
+          }
           continue;
         }
         this.expiredInARow = 0;
-        if (outcome === "healthy") continue;
-        // Ended quickly with nothing delivered: treat as a failure, below.
-        throw new Error("the watch ended at once without delivering anything");
       } catch (e) {
         if (signal.aborted) break;
         this.state.failures++;
@@ -170,15 +176,14 @@ export class Reflector<T extends KubeObject> {
           // History gone (on the watch, or a continue token mid-list): consistent re-list.
           needList = true;
           mode = "consistent";
-          if (this.state.failures <= 1) continue;
         } else if (phase === "list") {
-          mode = isResourceVersionTooLarge(e) ? "consistent" : mode;
+          if (isResourceVersionTooLarge(e)) mode = "consistent";
         } else if (!isTransient(e) && !isWatchDrop(e)) {
           // An unexpected answer to the watch: start over from a list no older than ours.
           needList = true;
           mode = "notOlderThan";
         }
-        const level = isTransient(e) || isWatchDrop(e) ? "info" : "warn";
+        const level = isTransient(e) || isWatchDrop(e) || isGone(e) ? "info" : "warn";
         this.log[level](
           { kind: this.type.kind, phase, failures: this.state.failures, err: this.state.lastError },
           `${this.type.kind} ${phase} failed; retrying`,
@@ -199,11 +204,20 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  /** Capped exponential backoff with "equal jitter" (half fixed, half random). */
+  /**
+   * Capped exponential backoff with "equal jitter" (half fixed, half random). The
+   * level grows with each failure and falls back to the start only after a quiet
+   * period, so a cycle of "list works, watch fails at once" still slows down.
+   */
   private backoffMs(e: unknown): number {
     const initial = this.opts.backoffInitialMs ?? DEFAULT_BACKOFF_INITIAL_MS;
     const max = this.opts.backoffMaxMs ?? DEFAULT_BACKOFF_MAX_MS;
-    const exp = Math.min(max, initial * 2 ** Math.min(30, Math.max(0, this.state.failures - 1)));
+    const now = Date.now();
+    if (now - this.lastBackoffAt > (this.opts.backoffResetMs ?? DEFAULT_BACKOFF_RESET_MS)) {
+      this.backoffLevel = 0;
+    }
+    this.lastBackoffAt = now;
+    const exp = Math.min(max, initial * 2 ** Math.min(30, this.backoffLevel++));
     let delay = exp / 2 + Math.random() * (exp / 2);
     const retryAfter = (e as ApiError | undefined)?.status?.details?.retryAfterSeconds;
     if (isTooManyRequests(e) && typeof retryAfter === "number") {
@@ -243,8 +257,12 @@ export class Reflector<T extends KubeObject> {
     );
   }
 
-  /** One watch, to its end: "expired" on 410, "healthy" when it ran normally, "empty" when it ended at once. */
-  private async watch(signal: AbortSignal): Promise<"expired" | "healthy" | "empty"> {
+  /**
+   * One watch, to its end: "expired" on 410, "ended" when the server ended it in the
+   * normal way. Throws when it fails, or when it ended at once without delivering
+   * anything (WatchEndedEarlyError), so that such a server is backed off from.
+   */
+  private async watch(signal: AbortSignal): Promise<"expired" | "ended"> {
     const min = this.opts.watchTimeoutMinSeconds ?? DEFAULT_WATCH_TIMEOUT_MIN_SECONDS;
     const max = this.opts.watchTimeoutMaxSeconds ?? DEFAULT_WATCH_TIMEOUT_MAX_SECONDS;
     const started = Date.now();
@@ -258,9 +276,11 @@ export class Reflector<T extends KubeObject> {
       allowWatchBookmarks: true,
       timeoutSeconds: randomBetween(min, max),
       idleTimeoutMs: this.opts.idleDeadlineMs ?? DEFAULT_WATCH_IDLE_DEADLINE_MS,
+      onOpen: () => {
+        this.state.watching = true;
+      },
       signal,
     });
-    this.state.watching = true;
     const transform = this.opts.transform;
     try {
       for await (const ev of stream) {
@@ -292,8 +312,20 @@ export class Reflector<T extends KubeObject> {
       stream.close();
       if (!signal.aborted) this.state.rewatches++;
     }
-    return delivered > 0 || Date.now() - started >= MIN_HEALTHY_WATCH_MS ? "healthy" : "empty";
+    if (delivered === 0 && Date.now() - started < MIN_HEALTHY_WATCH_MS && !signal.aborted) {
+      throw new WatchEndedEarlyError(
+        `the ${this.type.kind} watch ended after ${Date.now() - started} ms without delivering anything`,
+      );
+    }
+    if (delivered > 0) this.state.failures = 0;
+    return "ended";
   }
+}
+
+/** A watch the server ended at once, without an event: a failure, backed off like one. */
+export class WatchEndedEarlyError extends Error {
+  override name = "WatchEndedEarlyError";
+  readonly code = "WATCH_ENDED_EARLY";
 }
 
 function isGoneStatus(s: Status): boolean {
@@ -305,6 +337,7 @@ function isWatchDrop(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return (
     code === "WATCH_IDLE" ||
+    code === "WATCH_ENDED_EARLY" ||
     code === "WATCH_DECODE" ||
     code === "ECONNRESET" ||
     code === "ERR_STREAM_PREMATURE_CLOSE" ||

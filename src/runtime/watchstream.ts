@@ -59,13 +59,34 @@ export class JsonObjectSplitter {
   private depth = 0;
   private inString = false;
   private escaped = false;
+  private broken: WatchDecodeError | undefined;
 
   constructor(private readonly maxChars: number = MAX_WATCH_EVENT_CHARS) {}
 
-  /** Feeds text; returns the objects completed by it (parsed). Throws WatchDecodeError. */
+  /**
+   * Feeds text; returns the objects completed by it (parsed). Throws
+   * WatchDecodeError on malformed input, unless objects completed before the fault:
+   * then those are returned and the error is thrown by the next call.
+   */
   push(text: string): unknown[] {
-    this.buf += text;
+    if (this.broken) throw this.broken;
     const out: unknown[] = [];
+    try {
+      return this.scan(text, out);
+    } catch (e) {
+      if (!(e instanceof WatchDecodeError) || out.length === 0) throw e;
+      this.broken = e;
+      return out;
+    }
+  }
+
+  /** The malformed input seen after the objects the last push returned, if any. */
+  get fault(): WatchDecodeError | undefined {
+    return this.broken;
+  }
+
+  private scan(text: string, out: unknown[]): unknown[] {
+    this.buf += text;
     const buf = this.buf;
     let i = this.pos;
     for (; i < buf.length; i++) {
@@ -140,6 +161,8 @@ export interface WatchStreamOptions<T extends KubeObject> {
   idleTimeoutMs?: number;
   /** Applied to the object of every non-ERROR event (e.g. strip fields). */
   transform?: (obj: KubeObject) => T;
+  /** Called once the server has answered 2xx and the stream is open. */
+  onOpen?: () => void;
 }
 
 /**
@@ -213,6 +236,7 @@ export class WatchStream<T extends KubeObject = KubeObject>
       return;
     }
     this.body = body;
+    this.opts.onOpen?.();
     body.on("data", (chunk: Buffer) => this.onData(chunk));
     body.on("end", () => {
       const rest = this.decoder.end();
@@ -241,6 +265,8 @@ export class WatchStream<T extends KubeObject = KubeObject>
       this.finish(e);
       return;
     }
+    // Events completed before a malformed piece are delivered; the fault ends the stream after them.
+    const fault = this.splitter.fault;
     for (const v of values) {
       let ev: WatchEvent<T>;
       try {
@@ -254,6 +280,10 @@ export class WatchStream<T extends KubeObject = KubeObject>
       }
       this.received++;
       this.queue.push(ev);
+    }
+    if (fault !== undefined) {
+      this.finish(fault);
+      return;
     }
     if (this.queue.length >= WATCH_BUFFER_HIGH_WATER && this.body && !this.paused) {
       this.paused = true;

@@ -83,7 +83,7 @@ describe("JsonObjectSplitter", () => {
   });
 
   it("refuses text that is not a sequence of objects", () => {
-    expect(() => new JsonObjectSplitter().push('{"a":1}\nnot json')).toThrow(WatchDecodeError);
+    expect(() => new JsonObjectSplitter().push("not json")).toThrow(WatchDecodeError);
     expect(() => new JsonObjectSplitter().push('{"a":tru}')).toThrow(WatchDecodeError);
   });
 
@@ -191,5 +191,23 @@ describe("WatchStream", () => {
     }
     expect(n).toBe(total);
     expect(sawPause).toBe(true);
+  });
+});
+
+describe("WatchStream faults", () => {
+  it("delivers the events that arrived before malformed input, then fails", async () => {
+    const good = JSON.stringify({ type: "ADDED", object: { metadata: { name: "a" } } });
+    const s = streamOf([Buffer.from(`${good}\n${good}\ngarbage{}`)]);
+    const got: WatchEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const ev of s) got.push(ev);
+      })(),
+    ).rejects.toBeInstanceOf(WatchDecodeError);
+    expect(got).toHaveLength(2);
+    const split = new JsonObjectSplitter();
+    expect(split.push(`${good}x`)).toHaveLength(1);
+    expect(split.fault).toBeInstanceOf(WatchDecodeError);
+    expect(() => split.push("{}")).toThrow(WatchDecodeError);
   });
 });
