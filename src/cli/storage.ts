@@ -1,8 +1,6 @@
 /** Opens the Store a command was asked for: embedded SQLite (default) or etcd. */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { EtcdStore } from "../storage/etcd.ts";
-import { SqliteStore } from "../storage/sqlite.ts";
 import type { Store } from "../storage/store.ts";
 
 export interface StorageFlags {
@@ -17,9 +15,12 @@ export const SQLITE_FILE = "state.db";
 
 export async function openStore(f: StorageFlags): Promise<Store> {
   switch (f.storage) {
-    case "sqlite":
+    case "sqlite": {
       mkdirSync(f.dataDir, { recursive: true, mode: 0o700 });
+      // Backends are loaded on demand: each pulls in its own driver.
+      const { SqliteStore } = await import("../storage/sqlite.ts");
       return SqliteStore.open(join(f.dataDir, SQLITE_FILE));
+    }
     case "etcd": {
       const endpoints = (f.etcdEndpoints ?? "")
         .split(",")
@@ -28,6 +29,7 @@ export async function openStore(f: StorageFlags): Promise<Store> {
       if (endpoints.length === 0) {
         throw new UsageError("--storage etcd needs --etcd-endpoints URL[,URL...]");
       }
+      const { EtcdStore } = await import("../storage/etcd.ts");
       return EtcdStore.open({ endpoints, prefix: f.etcdPrefix });
     }
     default:
