@@ -568,7 +568,8 @@ export class Client implements Reader {
         const { res, describe } = await this.send(spec);
         const text = await readBody(res);
         const code = res.statusCode ?? 0;
-        if (code >= 200 && code < 300) return (text ? JSON.parse(text) : undefined) as R;
+        if (code >= 200 && code < 300)
+          return parseJson<R>(text, describe, res.headers["content-type"]);
         throw toApiError(code, text, res.headers["retry-after"], describe);
       } catch (e) {
         if (attempt < MAX_RETRY_AFTER_ATTEMPTS && isTooManyRequests(e)) {
@@ -617,6 +618,22 @@ function toApiError(
     status.details = { ...status.details, retryAfterSeconds: retry };
   }
   return new ApiError(status, describe);
+}
+
+/** The server answered 2xx with a body that is not JSON. */
+export class UnexpectedResponseError extends Error {
+  override name = "UnexpectedResponseError";
+}
+
+function parseJson<R>(text: string, describe: string, contentType: string | undefined): R {
+  if (!text) return undefined as R;
+  try {
+    return JSON.parse(text) as R;
+  } catch {
+    throw new UnexpectedResponseError(
+      `${describe}: the server answered ${contentType ?? "without a content type"}, not JSON: ${JSON.stringify(text.slice(0, 80))}`,
+    );
+  }
 }
 
 function readBody(res: IncomingMessage): Promise<string> {

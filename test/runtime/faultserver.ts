@@ -21,6 +21,7 @@ export interface RecordedRequest {
 export type Fault =
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { hangup: true }
+  | { neverAnswer: true }
   | { endAtOnce: true }
   | { garbage: string };
 
@@ -90,6 +91,8 @@ export class FaultServer {
     req.resume();
     if ("hangup" in fault) {
       req.socket.destroy();
+    } else if ("neverAnswer" in fault) {
+      // Keep the request open until the client gives up (or the proxy closes).
     } else if ("endAtOnce" in fault) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end();

@@ -5,7 +5,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Client } from "../../src/runtime/client.ts";
-import { isTooManyRequests } from "../../src/runtime/errors.ts";
+import { UnexpectedResponseError } from "../../src/runtime/client.ts";
+import { isTooManyRequests, isTransient, RequestTimeoutError } from "../../src/runtime/errors.ts";
 import { Informer, type InformerOptions } from "../../src/runtime/informer.ts";
 import { FaultServer, statusBody } from "./faultserver.ts";
 import { type RealServer, startRealServer, until } from "./realserver.ts";
@@ -211,6 +212,20 @@ describe("Client retries", () => {
       (err as { status: { details?: { retryAfterSeconds?: number } } }).status.details
         ?.retryAfterSeconds,
     ).toBe(3600);
+  });
+
+  it("gives up on a request past its deadline, and on a 2xx body that is not JSON", async () => {
+    const fs = await FaultServer.start(env.url);
+    cleanups.push(() => fs.close());
+    const client = env.client({ server: fs.url, timeoutMs: 150 });
+    fs.onRequest = (r) => (r.verb === "get" ? { neverAnswer: true } : undefined);
+    const err = await client.get(CM, "x", "default").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RequestTimeoutError);
+    expect(isTransient(err)).toBe(true);
+    fs.onRequest = (r) => (r.verb === "get" ? { garbage: "<html>hello</html>" } : undefined);
+    const bad = await client.get(CM, "x", "default").catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(UnexpectedResponseError);
+    expect((bad as Error).message).toMatch(/not JSON/);
   });
 
   it("types an answer that is not a Status by its HTTP code", async () => {
