@@ -9,8 +9,9 @@
  *
  * Writes are single etcd transactions, so each bumps the revision by exactly one:
  * - create: if create_revision(key) == 0 then put, else read the key (AlreadyExists);
- * - update: if mod_revision(key) == expected and the key exists then put, else read it
- *   (NotFound if absent, Conflict carrying the current item otherwise);
+ * - update: if mod_revision(key) == expected then put, else read it (NotFound if
+ *   absent, Conflict carrying the current item otherwise); a missing key's mod_revision
+ *   is 0, which no expected revision above 0 matches (0 is answered without a write);
  * - delete: the same compare with a delete, or a plain delete without an expected revision.
  *
  * Lists are etcd range reads. A limited list returns a continue token that holds the
@@ -108,14 +109,13 @@ function isCompacted(err: unknown): boolean {
   return err instanceof EtcdRpcError && err.details.includes(COMPACTED);
 }
 
-/** "The key exists": its create revision is above 0. */
-function exists(key: Buffer): Compare {
-  return {
-    target: CompareTarget.CREATE,
-    result: CompareResult.GREATER,
-    key,
-    create_revision: 0,
-  };
+/**
+ * "The key's modRevision is `expected`". A missing key has modRevision 0, so for any
+ * expected revision above 0 this also says the key exists (one compare, one read in
+ * etcd); an expected revision of 0 never matches a key and is answered without a write.
+ */
+function modIs(key: Buffer, expected: number): Compare {
+  return { target: CompareTarget.MOD, result: CompareResult.EQUAL, key, mod_revision: expected };
 }
 
 export class EtcdStore implements Store {
@@ -238,20 +238,13 @@ export class EtcdStore implements Store {
     validateKey(key);
     validateRevision(key, expectedRevision, "expected revision");
     const v = encodeValue(key, value);
+    if (expectedRevision === 0) throw await this.noMatch(key, expectedRevision);
     if (this.pendingStarts.size > 0) await this.settleStarts();
     const k = this.keys.encode(key);
     let res: TxnResponse;
     try {
       res = await this.client.txn({
-        compare: [
-          exists(k),
-          {
-            target: CompareTarget.MOD,
-            result: CompareResult.EQUAL,
-            key: k,
-            mod_revision: expectedRevision,
-          },
-        ],
+        compare: [modIs(k, expectedRevision)],
         success: [{ request_put: { key: k, value: v } }],
         failure: [{ request_range: { key: k } }],
       });
@@ -267,6 +260,7 @@ export class EtcdStore implements Store {
     validateKey(key);
     if (expectedRevision !== undefined) {
       validateRevision(key, expectedRevision, "expected revision");
+      if (expectedRevision === 0) throw await this.noMatch(key, expectedRevision);
     }
     if (this.pendingStarts.size > 0) await this.settleStarts();
     const k = this.keys.encode(key);
@@ -277,15 +271,7 @@ export class EtcdStore implements Store {
         return res.header.revision;
       }
       const res = await this.client.txn({
-        compare: [
-          exists(k),
-          {
-            target: CompareTarget.MOD,
-            result: CompareResult.EQUAL,
-            key: k,
-            mod_revision: expectedRevision,
-          },
-        ],
+        compare: [modIs(k, expectedRevision)],
         success: [{ request_delete_range: { key: k } }],
         failure: [{ request_range: { key: k } }],
       });
@@ -449,6 +435,12 @@ export class EtcdStore implements Store {
       if (err instanceof EtcdRpcError && err.details.includes(FUTURE)) return true;
       return this.rethrow(err, "", revision);
     }
+  }
+
+  /** The error of a compare-and-swap that cannot match (no key has modRevision 0). */
+  private async noMatch(key: string, expectedRevision: number): Promise<StorageError> {
+    const current = await this.get(key);
+    return current ? new ConflictError(key, expectedRevision, current) : new NotFoundError(key);
   }
 
   /** The error of a compare-and-swap transaction whose compare failed. */
