@@ -15,10 +15,25 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { CompareResult, CompareTarget } from "../src/storage/etcd/messages.ts";
+import {
+  DEFAULT_DIAL_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  EtcdClient,
+  EtcdStore,
+} from "../src/storage/etcd.ts";
 import { SqliteStore } from "../src/storage/sqlite.ts";
+import { ETCD_INSTALL_HINT, etcdBinary, startEtcd } from "../test/helpers/etcd.ts";
 import { rawSqliteBaseline } from "./lib/raw-sqlite.ts";
-import { benchStore, benchValue, DEFAULT_STORE_BENCH, storeRows } from "./lib/store-bench.ts";
+import {
+  benchStore,
+  benchValue,
+  DEFAULT_STORE_BENCH,
+  type StoreBaseline,
+  storeRows,
+} from "./lib/store-bench.ts";
 import { printTable, type Row } from "./lib/table.ts";
+import { callersFor, interleaved } from "./lib/timing.ts";
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? DEFAULT_STORE_BENCH.durationMs);
 
@@ -57,7 +72,93 @@ async function sqliteSection(): Promise<Row[]> {
   }
 }
 
-const SECTIONS: Section[] = [{ name: "sqlite", run: sqliteSection }];
+/**
+ * Alternating store/baseline slices per etcd phase: more than SQLite's, because two
+ * processes (etcd and this one) share the machine's cores and other load.
+ */
+const ETCD_ROUNDS = 8;
+
+/**
+ * etcd (a throwaway one-member etcd, fsync on, as tests start it) against raw etcd Puts
+ * sent through the same gRPC client (EtcdClient) with the same number of callers: the
+ * store's creates and CAS updates are one etcd transaction each, the baseline one Put.
+ */
+async function etcdSection(): Promise<Row[]> {
+  if (!etcdBinary()) {
+    console.log(`etcd: skipped, no etcd binary (install it with: ${ETCD_INSTALL_HINT})`);
+    return [];
+  }
+  const etcd = await startEtcd();
+  const client = new EtcdClient({
+    endpoints: etcd.endpoints,
+    dialTimeoutMs: DEFAULT_DIAL_TIMEOUT_MS,
+    requestTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
+  });
+  const store = await EtcdStore.open({ endpoints: etcd.endpoints, prefix: "/setpoint-bench/" });
+  try {
+    const value = Buffer.from(benchValue(DEFAULT_STORE_BENCH.valueBytes));
+    const put = (key: string) => client.put({ key: Buffer.from(key), value });
+    let n = 0;
+    const label = "raw etcd Put, same gRPC client and callers";
+    const baseline: StoreBaseline = {
+      createsSequential: {
+        label,
+        run: (ms) => callersFor(1, ms, () => put(`/raw-bench/seq/${n++}`)),
+      },
+      createsConcurrent: {
+        label,
+        run: (ms, callers) => callersFor(callers, ms, () => put(`/raw-bench/conc/${n++}`)),
+      },
+      casUpdates: {
+        label: `${label} (overwrite, a key per caller)`,
+        run: (ms, callers) => callersFor(callers, ms, (c) => put(`/raw-bench/cas/${c}`)),
+      },
+    };
+    // For context: etcd's own price of a transaction over a Put (a read view for the
+    // compare, a bigger raft entry), with the very request a store create sends.
+    const [rawPut, rawTxn] = await interleaved(
+      DURATION_MS,
+      ETCD_ROUNDS,
+      (ms) => callersFor(DEFAULT_STORE_BENCH.callers, ms, () => put(`/raw-bench/put/${n++}`)),
+      (ms) =>
+        callersFor(DEFAULT_STORE_BENCH.callers, ms, () => {
+          const key = Buffer.from(`/raw-bench/txn/${n++}`);
+          return client.txn({
+            compare: [
+              {
+                target: CompareTarget.CREATE,
+                result: CompareResult.EQUAL,
+                key,
+                create_revision: 0,
+              },
+            ],
+            success: [{ request_put: { key, value } }],
+            failure: [{ request_range: { key } }],
+          });
+        }),
+    );
+    console.log(
+      `etcd: raw Txn (create-if-absent) ${Math.round(rawTxn.perSecond).toLocaleString("en-US")}/s vs raw Put ${Math.round(rawPut.perSecond).toLocaleString("en-US")}/s, ${DEFAULT_STORE_BENCH.callers} callers: ${(rawTxn.perSecond / rawPut.perSecond).toFixed(2)}x (etcd's own cost of a transaction)`,
+    );
+    const figures = await benchStore(store, baseline, {
+      durationMs: DURATION_MS,
+      rounds: ETCD_ROUNDS,
+    });
+    if (figures.store.watchErrors.length > 0) {
+      console.log(`etcd: watch errors: ${figures.store.watchErrors.join("; ")}`);
+    }
+    return storeRows("etcd", figures.store, figures.baseline, baseline, { concurrentRatio: 0.8 });
+  } finally {
+    await store.close();
+    client.close();
+    await etcd.destroy();
+  }
+}
+
+const SECTIONS: Section[] = [
+  { name: "sqlite", run: sqliteSection },
+  { name: "etcd", run: etcdSection },
+];
 
 const rows: Row[] = [];
 for (const section of SECTIONS) {
