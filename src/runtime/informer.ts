@@ -96,7 +96,7 @@ export class Informer<T extends KubeObject> {
   private readonly reflector: Reflector<T>;
   private readonly log: RuntimeLogger;
   private synced = false;
-  private syncWaiters: (() => void)[] = [];
+  private syncWaiters: { done: () => void; fail: (e: Error) => void }[] = [];
   private rvWaiters = new Set<RvWaiter>();
   private startedAt = 0;
   private signal: AbortSignal | undefined;
@@ -185,24 +185,36 @@ export class Informer<T extends KubeObject> {
     return this.synced;
   }
 
-  /** Resolves once the first list has been stored; rejects if `signal` aborts first. */
+  /**
+   * Resolves once the first list has been stored; rejects if `signal` aborts first,
+   * or if the informer is stopped before it synced.
+   */
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.synced) return Promise.resolve();
+    if (this.signal?.aborted) {
+      return Promise.reject(new Error(`the ${this.type.kind} informer stopped before it synced`));
+    }
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {
-        this.syncWaiters = this.syncWaiters.filter((w) => w !== done);
+        this.syncWaiters = this.syncWaiters.filter((w) => w !== waiter);
         reject(signal?.reason ?? new Error("aborted"));
       };
-      const done = (): void => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
+      const waiter = {
+        done: (): void => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        fail: (e: Error): void => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(e);
+        },
       };
       if (signal?.aborted) {
         onAbort();
         return;
       }
       signal?.addEventListener("abort", onAbort, { once: true });
-      this.syncWaiters.push(done);
+      this.syncWaiters.push(waiter);
     });
   }
 
@@ -280,6 +292,10 @@ export class Informer<T extends KubeObject> {
       () => {
         if (this.resyncTimer) clearInterval(this.resyncTimer);
         for (const w of [...this.rvWaiters]) w.done(false);
+        const waiters = this.syncWaiters;
+        this.syncWaiters = [];
+        const stopped = new Error(`the ${this.type.kind} informer stopped before it synced`);
+        for (const w of waiters) w.fail(stopped);
       },
       { once: true },
     );
@@ -306,7 +322,7 @@ export class Informer<T extends KubeObject> {
       this.synced = true;
       const waiters = this.syncWaiters;
       this.syncWaiters = [];
-      for (const w of waiters) w();
+      for (const w of waiters) w.done();
     }
     this.checkRvWaiters();
   }

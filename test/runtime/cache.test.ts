@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { CacheNotStartedError, InformerCache } from "../../src/runtime/cache.ts";
@@ -133,7 +134,11 @@ describe("InformerCache", () => {
 
   it("picks up a kind that the server starts serving after the cache started", async () => {
     const client = env.client();
-    const cache = new InformerCache(client, { informerOptions: FAST });
+    // Any pino logger will do.
+    const cache = new InformerCache(client, {
+      informerOptions: FAST,
+      logger: pino({ level: "silent" }),
+    });
     started(cache);
     const widgets = cache.informerFor(WIDGET);
     await until(() => widgets.health().failures >= 2, "the informer to retry the unknown kind");

@@ -301,6 +301,12 @@ describe("Informer", () => {
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns, resyncMs: 100 });
     const resyncs: string[] = [];
     let realUpdates = 0;
+    // A handler that throws harms neither the informer nor the handlers after it.
+    inf.addEventHandler({
+      onUpdate: () => {
+        throw new Error("handler bug");
+      },
+    });
     inf.addEventHandler({
       onUpdate: (old, o, isResync) => {
         if (isResync) {
@@ -390,6 +396,20 @@ describe("Informer", () => {
     expect(meta.get("m", ns)?.metadata.labels).toEqual({ a: "b" });
     expect(full.get("m", ns)?.metadata.managedFields?.[0]?.manager).toBe("writer");
     expect(full.get("m", ns)?.data).toEqual({ secret: "payload" });
+  });
+
+  it("fails waitForSync when stopped before it synced", async () => {
+    const inf = new Informer<ConfigMap>(
+      env.client(),
+      { apiVersion: "v1", kind: "NoSuchKind" },
+      FAST,
+    );
+    const ac = run(inf);
+    const waiting = inf.waitForSync();
+    await until(() => inf.health().failures >= 1, "a failed list");
+    ac.abort();
+    await expect(waiting).rejects.toThrow(/stopped before it synced/);
+    await expect(inf.waitForSync()).rejects.toThrow(/stopped before it synced/);
   });
 
   it("waits for its own writes to reach the cache", async () => {
