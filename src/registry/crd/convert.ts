@@ -1,0 +1,163 @@
+/**
+ * From a stored CustomResourceDefinition to the ResourceDefinition the server
+ * serves: names, scope, versions (schema with apiVersion/kind/metadata at the
+ * root, status and scale subresources, printer columns, selectable fields) and
+ * the custom resource strategy (defaults, schema validation and CEL rules).
+ */
+import { createHash } from "node:crypto";
+import { evaluateJsonPath } from "../../api/jsonpath.ts";
+import type { KubeObject } from "../../api/meta.ts";
+import type { Schema } from "../../api/schema.ts";
+import type { StatusCause } from "../../api/status.ts";
+import { API_VERSION_DESCRIPTION, KIND_DESCRIPTION, objectMetaProperty } from "../builtin/meta.ts";
+import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
+import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
+import { isObject } from "./paths.ts";
+import {
+  applyDefaults,
+  type CompiledSchema,
+  compileSchema,
+  validateAgainstSchema,
+} from "./schema.ts";
+import { type CrdVersion, crdSpec } from "./types.ts";
+
+/** The schema of a version without one: anything goes (kept as it is). */
+const OPEN_SCHEMA: Schema = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+
+/** What the strategy of one served version validates with. */
+interface VersionRuntime {
+  structural: Schema;
+  compiled: CompiledSchema;
+  rules?: CelNode;
+}
+
+/** The user's root schema wrapped with apiVersion, kind and ObjectMeta, as served. */
+export function servedSchema(structural: Schema): Schema {
+  const props: Record<string, Schema> = { ...(structural.properties ?? {}) };
+  props.apiVersion = { ...(props.apiVersion ?? { type: "string" }) };
+  props.apiVersion.description ??= API_VERSION_DESCRIPTION;
+  props.kind = { ...(props.kind ?? { type: "string" }) };
+  props.kind.description ??= KIND_DESCRIPTION;
+  props.metadata = objectMetaProperty();
+  return { ...structural, type: "object", properties: props };
+}
+
+function cacheKey(crd: KubeObject, version: string, schema: Schema): string {
+  const { uid, generation } = crd.metadata;
+  if (uid && generation !== undefined) return `${uid}/${generation}/${version}`;
+  const hash = createHash("sha1").update(JSON.stringify(schema)).digest("hex");
+  return `${crd.metadata.name ?? ""}/${hash}/${version}`;
+}
+
+function columns(v: CrdVersion): PrinterColumn[] {
+  return (v.additionalPrinterColumns ?? []).map((c) => {
+    const col: PrinterColumn = {
+      name: c.name ?? "",
+      type: c.type ?? "string",
+      priority: c.priority ?? 0,
+      jsonPath: c.jsonPath ?? "",
+    };
+    if (c.format) col.format = c.format;
+    if (c.description) col.description = c.description;
+    return col;
+  });
+}
+
+function fieldValue(obj: KubeObject, path: string): string | undefined {
+  try {
+    const values = evaluateJsonPath(obj, path);
+    const v = values[0];
+    if (v === undefined || v === null) return undefined;
+    return typeof v === "string" ? v : String(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The ResourceDefinition of a CRD: custom, served through the same path as the
+ * built-ins. Custom resources refuse an update without resourceVersion and track
+ * generation; their strategy applies the schema's defaults and validates with the
+ * schema and the CEL rules of the object's version.
+ */
+export function crdToDefinition(crd: KubeObject): ResourceDefinition {
+  const spec = crdSpec(crd);
+  const group = spec.group ?? "";
+  const names = spec.names ?? {};
+  const kind = names.kind ?? "";
+  const runtimes = new Map<string, VersionRuntime>();
+  const versions: VersionDefinition[] = (spec.versions ?? []).map((v) => {
+    const name = v.name ?? "";
+    const structural = v.schema?.openAPIV3Schema ?? OPEN_SCHEMA;
+    const compiled = compileSchema(structural, cacheKey(crd, name, structural));
+    const rules = compileSchemaRules(structural).root;
+    runtimes.set(`${group}/${name}`, { structural, compiled, rules });
+    const def: VersionDefinition = {
+      name,
+      served: v.served === true,
+      storage: v.storage === true,
+      schema: servedSchema(structural),
+      statusSubresource: isObject(v.subresources?.status),
+      printerColumns: columns(v),
+    };
+    if (v.deprecated) def.deprecated = true;
+    if (v.deprecationWarning !== undefined) def.deprecationWarning = v.deprecationWarning;
+    const scale = v.subresources?.scale;
+    if (scale?.specReplicasPath && scale.statusReplicasPath) {
+      def.scale = {
+        specReplicasPath: scale.specReplicasPath,
+        statusReplicasPath: scale.statusReplicasPath,
+      };
+      if (scale.labelSelectorPath) def.scale.labelSelectorPath = scale.labelSelectorPath;
+    }
+    return def;
+  });
+  const storage = versions.find((v) => v.storage)?.name ?? versions[0]?.name ?? "";
+  const runtimeOf = (obj: KubeObject): VersionRuntime | undefined =>
+    runtimes.get(obj.apiVersion ?? "") ?? runtimes.get(`${group}/${storage}`);
+
+  const selectable: Record<string, (obj: KubeObject) => string | undefined> = {};
+  for (const v of spec.versions ?? []) {
+    for (const f of v.selectableFields ?? []) {
+      if (!f.jsonPath) continue;
+      const path = f.jsonPath;
+      selectable[path.replace(/^\./, "")] = (obj) => fieldValue(obj, path);
+    }
+  }
+
+  return {
+    group,
+    names: {
+      plural: names.plural ?? "",
+      singular: names.singular || kind.toLowerCase(),
+      kind,
+      listKind: names.listKind || `${kind}List`,
+      shortNames: [...(names.shortNames ?? [])],
+      categories: [...(names.categories ?? [])],
+    },
+    namespaced: (spec.scope ?? "Namespaced") === "Namespaced",
+    custom: true,
+    versions,
+    strategy: {
+      allowUnconditionalUpdate: false,
+      tracksGeneration: true,
+      selectableFields: Object.keys(selectable).length > 0 ? selectable : undefined,
+      default(obj: KubeObject): void {
+        const rt = runtimeOf(obj);
+        if (rt) applyDefaults(obj, rt.structural);
+      },
+      validate(obj: KubeObject, old: KubeObject | undefined): StatusCause[] {
+        const rt = runtimeOf(obj);
+        if (!rt) return [];
+        const causes = validateAgainstSchema(obj, rt.compiled);
+        if (
+          causes.length > 0 &&
+          causes.some((c) => c.message?.includes("the most the server validates"))
+        ) {
+          return causes;
+        }
+        return [...causes, ...validateRules(obj, old, rt.rules)];
+      },
+    },
+  };
+}

@@ -1,0 +1,553 @@
+/**
+ * Custom resource schemas at run time: validation of an object against a CRD
+ * version's structural OpenAPI v3 schema (compiled with ajv once per version),
+ * pruning of unknown fields, and structural defaulting, with Kubernetes' field
+ * paths and messages.
+ *
+ * Kubernetes' formats are checked (date, date-time, uuid, byte, email, hostname,
+ * ipv4, ipv6, cidr, mac, uri, duration...); a format Kubernetes does not know is
+ * ignored, as is the format of a number (int32, int64, float, double), which
+ * Kubernetes does not range-check either.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { fullFormats } from "ajv-formats/dist/formats.js";
+import { deepClone } from "../../api/deepcopy.ts";
+import type { Schema } from "../../api/schema.ts";
+import type { StatusCause } from "../../api/status.ts";
+import { fieldErrors } from "../../api/validation.ts";
+import { objectMetaSchema } from "../builtin/meta.ts";
+import { childPath, indexPath, isObject, jsonTypeName } from "./paths.ts";
+
+/** Deepest nesting of an object the server validates (deeper objects are refused first). */
+export const MAX_OBJECT_DEPTH = 128;
+/** Most values (objects, arrays and scalars) in one object the server validates. */
+export const MAX_OBJECT_NODES = 250_000;
+/** How many compiled schemas are kept (one per CRD version and generation). */
+export const SCHEMA_CACHE_SIZE = 256;
+
+/** Formats Kubernetes checks on strings; any other format is ignored. */
+const STRING_FORMATS: Record<string, (s: string) => boolean> = {
+  date: (s) => test(fullFormats.date, s),
+  "date-time": (s) => test(fullFormats["date-time"], s),
+  datetime: (s) => test(fullFormats["date-time"], s),
+  uuid: (s) =>
+    /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/.test(s),
+  uuid3: (s) => /^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i.test(s),
+  uuid4: (s) =>
+    /^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$/i.test(s),
+  uuid5: (s) =>
+    /^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$/i.test(s),
+  byte: (s) => /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(s),
+  email: (s) => test(fullFormats.email, s),
+  hostname: (s) => test(fullFormats.hostname, s),
+  ipv4: (s) => test(fullFormats.ipv4, s),
+  ipv6: (s) => test(fullFormats.ipv6, s),
+  cidr: (s) => isCidr(s),
+  mac: (s) => /^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/.test(s),
+  uri: (s) => test(fullFormats.uri, s),
+  duration: (s) => /^(-?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w))+$/.test(s) || s === "0",
+  hexcolor: (s) => /^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(s),
+  password: () => true,
+};
+
+function test(format: unknown, s: string): boolean {
+  if (format instanceof RegExp) return format.test(s);
+  if (typeof format === "function") return Boolean((format as (x: string) => boolean)(s));
+  if (isObject(format) && typeof format.validate === "function") {
+    return Boolean((format.validate as (x: string) => boolean)(s));
+  }
+  if (isObject(format) && format.validate instanceof RegExp) return format.validate.test(s);
+  return true;
+}
+
+function isCidr(s: string): boolean {
+  const slash = s.lastIndexOf("/");
+  if (slash < 0) return false;
+  const ip = s.slice(0, slash);
+  const bits = s.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  if (test(fullFormats.ipv4, ip)) return Number(bits) <= 32;
+  if (test(fullFormats.ipv6, ip)) return Number(bits) <= 128;
+  return false;
+}
+
+/** A schema compiled for validation. */
+export interface CompiledSchema {
+  /** The structural schema (the CRD's openAPIV3Schema). */
+  schema: Schema;
+  /** The ajv validator of the whole object. */
+  validator: ValidateFunction;
+}
+
+const ajv = new Ajv({
+  allErrors: true,
+  verbose: true,
+  strict: false,
+  validateFormats: true,
+  unicodeRegExp: false,
+});
+for (const [name, check] of Object.entries(STRING_FORMATS)) {
+  ajv.addFormat(name, { type: "string", validate: check });
+}
+
+const cache = new Map<string, CompiledSchema>();
+const byIdentity = new WeakMap<Schema, CompiledSchema>();
+
+/**
+ * Compiles a structural schema once: by `cacheKey` when given (e.g. the CRD's
+ * uid, generation and version name), else by the schema object's identity.
+ */
+export function compileSchema(schema: Schema, cacheKey?: string): CompiledSchema {
+  const hit = cacheKey ? cache.get(cacheKey) : byIdentity.get(schema);
+  if (hit) return hit;
+  const validator = ajv.compile(toAjv(schema, true, false));
+  const compiled: CompiledSchema = { schema, validator };
+  if (cacheKey) {
+    if (cache.size >= SCHEMA_CACHE_SIZE) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+    cache.set(cacheKey, compiled);
+  } else {
+    byIdentity.set(schema, compiled);
+  }
+  return compiled;
+}
+
+function isIntOrStringAnyOf(list: Schema[] | undefined): boolean {
+  return (
+    Array.isArray(list) &&
+    list.length === 2 &&
+    list[0]?.type === "integer" &&
+    list[1]?.type === "string" &&
+    Object.keys(list[0]).length === 1 &&
+    Object.keys(list[1]).length === 1
+  );
+}
+
+/** The ajv form of a structural schema node. */
+function toAjv(s: Schema, root: boolean, nested: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const intOrString = s["x-kubernetes-int-or-string"] === true;
+  if (intOrString) out.type = s.nullable ? ["integer", "string", "null"] : ["integer", "string"];
+  else if (s.type) out.type = s.nullable ? [s.type, "null"] : s.type;
+  if (s.format && s.type === "string" && STRING_FORMATS[s.format]) out.format = s.format;
+  if (s.enum) out.enum = s.enum;
+  if (s.pattern !== undefined) out.pattern = s.pattern;
+  for (const k of [
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "uniqueItems",
+  ] as const) {
+    if (s[k] !== undefined) out[k] = s[k];
+  }
+  if (s.minimum !== undefined) {
+    if (s.exclusiveMinimum === true) out.exclusiveMinimum = s.minimum;
+    else out.minimum = s.minimum;
+  }
+  if (s.maximum !== undefined) {
+    if (s.exclusiveMaximum === true) out.exclusiveMaximum = s.maximum;
+    else out.maximum = s.maximum;
+  }
+  if (s.required?.length) out.required = s.required;
+  if (s.properties) {
+    const props: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(s.properties)) {
+      if (root && k === "metadata") {
+        // ObjectMeta is validated on its own; the schema may only restrict name/generateName.
+        const meta: Record<string, unknown> = {};
+        const names: Record<string, unknown> = {};
+        for (const n of ["name", "generateName"]) {
+          const p = v.properties?.[n];
+          if (p) names[n] = toAjv(p, false, false);
+        }
+        if (Object.keys(names).length) meta.properties = names;
+        props[k] = meta;
+        continue;
+      }
+      props[k] = toAjv(v, false, nested);
+    }
+    out.properties = props;
+  }
+  if (isObject(s.additionalProperties)) {
+    out.additionalProperties = toAjv(s.additionalProperties as Schema, false, nested);
+  }
+  if (s.items) out.items = toAjv(s.items, false, nested);
+  if (s.allOf) out.allOf = s.allOf.map((x) => toAjv(x, false, true));
+  if (s.anyOf && !(intOrString && isIntOrStringAnyOf(s.anyOf))) {
+    out.anyOf = s.anyOf.map((x) => toAjv(x, false, true));
+  }
+  if (s.oneOf) out.oneOf = s.oneOf.map((x) => toAjv(x, false, true));
+  if (s.not) out.not = toAjv(s.not, false, true);
+  return out;
+}
+
+/**
+ * A cause if `obj` is nested deeper than MAX_OBJECT_DEPTH or holds more than
+ * MAX_OBJECT_NODES values; checked without recursion, before any other work.
+ */
+export function checkObjectLimits(obj: unknown): StatusCause | undefined {
+  const stack: { v: unknown; depth: number; path: string }[] = [{ v: obj, depth: 0, path: "" }];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const { v, depth, path } = stack.pop() as { v: unknown; depth: number; path: string };
+    nodes++;
+    if (nodes > MAX_OBJECT_NODES) {
+      return fieldErrors.forbidden(
+        "",
+        `the object has more than ${MAX_OBJECT_NODES} values, the most the server validates`,
+      );
+    }
+    if (depth > MAX_OBJECT_DEPTH) {
+      return fieldErrors.forbidden(
+        path,
+        `the object is nested deeper than ${MAX_OBJECT_DEPTH} levels, the most the server validates`,
+      );
+    }
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        stack.push({ v: v[i], depth: depth + 1, path: depth < 8 ? indexPath(path, i) : path });
+      }
+    } else if (isObject(v)) {
+      for (const k of Object.keys(v)) {
+        stack.push({ v: v[k], depth: depth + 1, path: depth < 8 ? childPath(path, k) : path });
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Walks a JSON pointer through `obj`, building Kubernetes' field path. */
+function pointerToPath(obj: unknown, pointer: string): { path: string; value: unknown } {
+  let path = "";
+  let cur: unknown = obj;
+  if (pointer === "") return { path, value: cur };
+  for (const raw of pointer.slice(1).split("/")) {
+    const seg = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (Array.isArray(cur)) {
+      path = indexPath(path, Number(seg));
+      cur = cur[Number(seg)];
+    } else {
+      path = childPath(path, seg);
+      cur = isObject(cur) ? cur[seg] : undefined;
+    }
+  }
+  return { path, value: cur };
+}
+
+/** Go's %v of a float64 bound. */
+function num(n: unknown): string {
+  return String(n);
+}
+
+function errorCause(obj: unknown, e: ErrorObject): StatusCause | undefined {
+  const { path, value } = pointerToPath(obj, e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  const name = path;
+  switch (e.keyword) {
+    case "required": {
+      const missing = String(p.missingProperty);
+      return fieldErrors.required(childPath(path, missing));
+    }
+    case "type": {
+      const t = jsonTypeName(value);
+      const want = String(p.type)
+        .split(",")
+        .filter((x) => x !== "null")
+        .join(",");
+      return fieldErrors.typeInvalid(path, t, `${name} in body must be of type ${want}: "${t}"`);
+    }
+    case "format":
+      return fieldErrors.typeInvalid(
+        path,
+        value,
+        `${name} in body must be of type ${String(p.format)}: ${JSON.stringify(value)}`,
+      );
+    case "enum": {
+      const allowed = ((e.schema as unknown[]) ?? []).map((x) =>
+        typeof x === "string" ? x : JSON.stringify(x),
+      );
+      return fieldErrors.notSupported(path, value, allowed);
+    }
+    case "pattern":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should match '${String(p.pattern)}'`,
+      );
+    case "maxLength":
+      return fieldErrors.tooLong(path, Number(p.limit));
+    case "minLength":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be at least ${num(p.limit)} chars long`,
+      );
+    case "maxItems":
+      return fieldErrors.tooMany(path, Array.isArray(value) ? value.length : -1, Number(p.limit));
+    case "minItems":
+      return fieldErrors.invalid(
+        path,
+        Array.isArray(value) ? value.length : value,
+        `${name} in body should have at least ${num(p.limit)} items`,
+      );
+    case "maxProperties":
+      return fieldErrors.tooMany(
+        path,
+        isObject(value) ? Object.keys(value).length : -1,
+        Number(p.limit),
+      );
+    case "minProperties":
+      return fieldErrors.invalid(
+        path,
+        isObject(value) ? Object.keys(value).length : value,
+        `${name} in body should have at least ${num(p.limit)} properties`,
+      );
+    case "minimum":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be greater than or equal to ${num(p.limit)}`,
+      );
+    case "exclusiveMinimum":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be greater than ${num(p.limit)}`,
+      );
+    case "maximum":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be less than or equal to ${num(p.limit)}`,
+      );
+    case "exclusiveMaximum":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be less than ${num(p.limit)}`,
+      );
+    case "multipleOf":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body should be a multiple of ${num(p.multipleOf)}`,
+      );
+    case "uniqueItems":
+      return fieldErrors.invalid(path, value, `${name} in body shouldn't contain duplicates`);
+    case "anyOf":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body must validate at least one schema (anyOf)`,
+      );
+    case "oneOf":
+      return fieldErrors.invalid(
+        path,
+        value,
+        `${name} in body must validate one and only one schema (oneOf)`,
+      );
+    case "not":
+      return fieldErrors.invalid(path, value, `${name} in body must not validate the schema (not)`);
+    default:
+      return fieldErrors.invalid(path, value, `${name} ${e.message ?? "is invalid"}`);
+  }
+}
+
+/** Whether an ajv error is a branch error of an anyOf/oneOf/not (reported by its parent). */
+function isBranchError(e: ErrorObject): boolean {
+  return (
+    /\/(anyOf|oneOf|not)(\/|$)/.test(e.schemaPath) && !/\/(anyOf|oneOf|not)$/.test(e.schemaPath)
+  );
+}
+
+/**
+ * Validates `obj` against a compiled schema: the causes, with Kubernetes' field
+ * paths and messages (e.g. `spec.replicas: Invalid value: "string": spec.replicas
+ * in body must be of type integer: "string"`). Objects past the size limits are
+ * refused with one cause before any validation work.
+ */
+export function validateAgainstSchema(obj: unknown, compiled: CompiledSchema): StatusCause[] {
+  const tooBig = checkObjectLimits(obj);
+  if (tooBig) return [tooBig];
+  const causes: StatusCause[] = [];
+  if (!compiled.validator(obj)) {
+    const seen = new Set<string>();
+    for (const e of compiled.validator.errors ?? []) {
+      if (isBranchError(e)) continue;
+      const c = errorCause(obj, e);
+      if (!c) continue;
+      const key = `${c.field}\u0000${c.message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      causes.push(c);
+    }
+  }
+  causes.push(...embeddedResourceCauses(obj, compiled.schema, "", 0));
+  return causes;
+}
+
+/** Embedded resources must name their apiVersion and kind, as Kubernetes checks. */
+function embeddedResourceCauses(
+  value: unknown,
+  s: Schema | undefined,
+  path: string,
+  depth: number,
+): StatusCause[] {
+  if (!s || depth > MAX_OBJECT_DEPTH || value === null || value === undefined) return [];
+  const out: StatusCause[] = [];
+  if (Array.isArray(value)) {
+    if (!s.items) return out;
+    value.forEach((v, i) => {
+      out.push(...embeddedResourceCauses(v, s.items, indexPath(path, i), depth + 1));
+    });
+    return out;
+  }
+  if (!isObject(value)) return out;
+  if (s["x-kubernetes-embedded-resource"] === true && depth > 0) {
+    for (const f of ["apiVersion", "kind"]) {
+      if (typeof value[f] !== "string" || value[f] === "") {
+        out.push(fieldErrors.required(childPath(path, f), "must not be empty"));
+      }
+    }
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const child =
+      s.properties?.[k] ??
+      (isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined);
+    if (child) out.push(...embeddedResourceCauses(v, child, childPath(path, k), depth + 1));
+  }
+  return out;
+}
+
+/**
+ * Removes, in place, every field the schema does not declare (except under
+ * `x-kubernetes-preserve-unknown-fields`), keeping apiVersion, kind and metadata
+ * (pruned to ObjectMeta) at the root and in embedded resources. Returns the
+ * pruned paths, e.g. `spec.foo`.
+ */
+export function pruneUnknownFields(obj: unknown, schema: Schema): string[] {
+  const pruned: string[] = [];
+  prune(obj, schema, "", true, pruned, 0);
+  return pruned;
+}
+
+function prune(
+  value: unknown,
+  s: Schema | undefined,
+  path: string,
+  resourceRoot: boolean,
+  pruned: string[],
+  depth: number,
+): void {
+  if (!s || depth > MAX_OBJECT_DEPTH) return;
+  if (Array.isArray(value)) {
+    if (s.items) {
+      value.forEach((v, i) => {
+        prune(v, s.items, indexPath(path, i), false, pruned, depth + 1);
+      });
+    }
+    return;
+  }
+  if (!isObject(value)) return;
+  const root = resourceRoot || s["x-kubernetes-embedded-resource"] === true;
+  const preserve = s["x-kubernetes-preserve-unknown-fields"] === true;
+  const extra = s.additionalProperties;
+  for (const key of Object.keys(value)) {
+    const p = childPath(path, key);
+    if (root && (key === "apiVersion" || key === "kind")) continue;
+    if (root && key === "metadata") {
+      prune(value[key], objectMetaSchema, p, false, pruned, depth + 1);
+      continue;
+    }
+    const known = s.properties?.[key];
+    if (known) {
+      prune(value[key], known, p, false, pruned, depth + 1);
+    } else if (isObject(extra)) {
+      prune(value[key], extra as Schema, p, false, pruned, depth + 1);
+    } else if (extra === true || preserve) {
+      // kept as it is
+    } else {
+      pruned.push(p);
+      delete value[key];
+    }
+  }
+}
+
+/**
+ * Structural defaulting, in place, as Kubernetes does on create, update and read:
+ * first nulls of non-nullable fields without a default are dropped, then every
+ * absent (or non-nullable null) property with a default gets a copy of it,
+ * recursively, so defaults inside a freshly defaulted parent apply too.
+ */
+export function applyDefaults(obj: unknown, schema: Schema): void {
+  dropNulls(obj, schema, 0);
+  fillDefaults(obj, schema, 0);
+}
+
+function childSchemaOf(s: Schema | undefined, key: string): Schema | undefined {
+  if (!s) return undefined;
+  const p = s.properties?.[key];
+  if (p) return p;
+  return isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
+}
+
+function dropNulls(value: unknown, s: Schema | undefined, depth: number): void {
+  if (!s || depth > MAX_OBJECT_DEPTH) return;
+  if (Array.isArray(value)) {
+    for (const v of value) dropNulls(v, s.items, depth + 1);
+    return;
+  }
+  if (!isObject(value)) return;
+  for (const key of Object.keys(value)) {
+    const child = childSchemaOf(s, key);
+    if (value[key] === null && child && !child.nullable && child.default === undefined) {
+      delete value[key];
+    } else {
+      dropNulls(value[key], child, depth + 1);
+    }
+  }
+}
+
+function nonNullableNull(v: unknown, s: Schema | undefined): boolean {
+  return v === null && s !== undefined && !s.nullable;
+}
+
+function fillDefaults(value: unknown, s: Schema | undefined, depth: number): void {
+  if (!s || depth > MAX_OBJECT_DEPTH) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (nonNullableNull(value[i], s.items) && s.items?.default !== undefined) {
+        value[i] = deepClone(s.items.default);
+      }
+      fillDefaults(value[i], s.items, depth + 1);
+    }
+    return;
+  }
+  if (!isObject(value)) return;
+  if (s.properties) {
+    for (const [k, prop] of Object.entries(s.properties)) {
+      if (prop.default === undefined) continue;
+      if (!Object.hasOwn(value, k) || nonNullableNull(value[k], prop)) {
+        value[k] = deepClone(prop.default);
+      }
+    }
+  }
+  const extra = isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
+  for (const k of Object.keys(value)) {
+    const prop = s.properties?.[k];
+    if (prop) {
+      fillDefaults(value[k], prop, depth + 1);
+    } else if (extra) {
+      if (nonNullableNull(value[k], extra) && extra.default !== undefined) {
+        value[k] = deepClone(extra.default);
+      }
+      fillDefaults(value[k], extra, depth + 1);
+    }
+  }
+}
