@@ -30,8 +30,11 @@
  * sharing it) at r. It is logical as soon as the call returns (reads below r and
  * watches needing events below r fail with CompactedError); old revisions are removed
  * from disk in the background unless `physicalCompaction` asks to wait for that.
- * etcd keeps the state at r readable: after compact(r), get/list at r work, and a
- * watch from r - 1 (first event r) works.
+ * etcd keeps the state at r readable: after compact(r), get/list at r work and so does
+ * a watch from r; a watch from below r fails, as the contract says (etcd alone would
+ * still serve one from r - 1, so the store checks the start revision first). A watch
+ * that was already running and resumes after a lost stream only needs what it has not
+ * received yet, so it carries on unless that part was compacted.
  *
  * etcd does not report its compacted revision. `compactedRevision()` finds it: a read
  * at revision r fails exactly when r is below it, so it probes the last known value
