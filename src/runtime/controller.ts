@@ -198,6 +198,7 @@ export class Controller {
       return this.stopping;
     }
     const ac = this.workersAbort;
+    const workers = this.workers;
     this.stopping = (async () => {
       ac.abort();
       const inflight = [...this.inFlight];
@@ -217,8 +218,9 @@ export class Controller {
           }
         }
       }
-      await settlesWithin(Promise.all(this.workers), ABORTED_RECONCILE_WAIT_MS);
-      this.workers = [];
+      await settlesWithin(Promise.all(workers), ABORTED_RECONCILE_WAIT_MS);
+      // A start() during the drain (leadership regained) has its own workers.
+      if (this.workers === workers) this.workers = [];
       this.log.info({ reason }, "workers stopped");
     })();
     return this.stopping;
@@ -281,7 +283,11 @@ export class Controller {
     const req = parseKey(key);
     const reconcileID = randomUUID();
     const log = reconcileLogger(this.log, req, reconcileID);
-    await this.waitForOwnWrites(key, log);
+    await this.waitForOwnWrites(key, log, signal);
+    if (signal.reason instanceof ReconcileStoppedError) {
+      this.queue.add(key); // stopped before it began: run it when workers resume
+      return;
+    }
     const written: WrittenObject[] = [];
     const client = new ReconcileClient(this.opts.client, {
       fieldManager: this.name,
@@ -361,7 +367,7 @@ export class Controller {
     };
   }
 
-  private async waitForOwnWrites(key: string, log: Logger): Promise<void> {
+  private async waitForOwnWrites(key: string, log: Logger, signal: AbortSignal): Promise<void> {
     const writes = this.ownWrites.get(key);
     if (!writes) return;
     this.ownWrites.delete(key);
@@ -372,7 +378,11 @@ export class Controller {
         latest.set(`${typeKey(w.type)}|${w.namespace ?? ""}|${w.name}`, w);
       }
     }
-    const results = await Promise.all(
+    const aborted = new Promise<boolean[]>((resolve) => {
+      if (signal.aborted) resolve([]);
+      signal.addEventListener("abort", () => resolve([]), { once: true });
+    });
+    const waits = Promise.all(
       [...latest.values()].map((w) =>
         this.opts.cache.waitForResourceVersion(
           w.type,
@@ -383,6 +393,7 @@ export class Controller {
         ),
       ),
     );
+    const results = await Promise.race([waits, aborted]);
     if (results.includes(false)) {
       log.warn({ timeoutMs: timeout }, "cache did not catch up with this key's own writes in time");
     }
