@@ -20,6 +20,7 @@ import {
   type UserInfo,
 } from "./auth.ts";
 import type { TlsMaterial } from "./certs.ts";
+import { CrdController, installCrdType, restoreCustomResources } from "./crds.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "./handler.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -118,6 +119,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     };
   }
 
+  // CustomResourceDefinitions: the type, and the custom resources stored CRDs define.
+  installCrdType(registry);
+  await restoreCustomResources(opts.store, registry, logger);
+
   const handler: ApiHandler = await createApiHandler({
     store: opts.store,
     registry,
@@ -185,10 +190,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const urlHost = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host;
   const url = `${opts.tls ? "https" : "http"}://${urlHost}:${port}`;
   logger.info({ url }, "apiserver listening");
+  const crds = new CrdController({
+    store: opts.store,
+    registry,
+    url,
+    logger,
+    ...(loopbackToken ? { token: loopbackToken } : {}),
+  });
+  crds.start();
 
   const close = async (): Promise<void> => {
     if (closing) return;
     closing = true;
+    await crds.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     await handler.close();

@@ -564,7 +564,6 @@ function deprecationCauses(v: CrdVersion, path: string): StatusCause[] {
     );
   }
   if (w.length === 0) out.push(fieldErrors.invalid(p, w, "must not be an empty string"));
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   const bad = /[\u0000-\u001f\u007f]/.exec(w);
   if (bad) {
     out.push(
