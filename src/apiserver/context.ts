@@ -10,6 +10,7 @@ import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts
 import type { Store } from "../storage/store.ts";
 import type { ApiLimits } from "./limits.ts";
 import type { NamespaceLifecycle } from "./namespaces.ts";
+import type { Renderer } from "./render.ts";
 import type { Query } from "./request.ts";
 import type { WatchCacheSet } from "./watchcaches.ts";
 import type { WatchTracker } from "./watchtracker.ts";
@@ -50,4 +51,6 @@ export interface RequestScope {
   warnings: string[];
   /** What errors are about: the resource, its group and the object's name. */
   subject: ErrorSubject;
+  /** The response representation, negotiated before any work is done (406 early). */
+  renderer: Renderer;
 }

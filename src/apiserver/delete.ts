@@ -22,7 +22,7 @@ import { fieldValues, parseListOptions } from "./listoptions.ts";
 import { TERMINATING } from "./namespaces.ts";
 import { renderList } from "./render.ts";
 import { parseMediaType, readBody } from "./request.ts";
-import { rendererFor, respondObject, respondStatus } from "./respond.ts";
+import { respondObject, respondStatus } from "./respond.ts";
 import { writeObject } from "./response.ts";
 import { conflictError, statusFromStorage } from "./storeerrors.ts";
 import { guaranteedUpdate, type WriteDecision } from "./writes.ts";
@@ -179,7 +179,7 @@ export async function deleteCollection(scope: RequestScope): Promise<void> {
       throw err;
     }
   }
-  const r = rendererFor(scope, true);
+  const r = scope.renderer;
   writeObject(scope.res, 200, renderList(r, items, {}), {
     mediaType: r.output.mediaType,
     contentType: r.output.contentType,

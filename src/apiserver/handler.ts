@@ -37,6 +37,7 @@ import {
 } from "./openapi.ts";
 import { patchResource } from "./patch.ts";
 import { Query } from "./request.ts";
+import { negotiateRenderer } from "./respond.ts";
 import { writeError, writeObject, writeRaw } from "./response.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
 import { updateResource } from "./update.ts";
@@ -314,8 +315,12 @@ async function serveResource(
     }
   }
 
+  const how =
+    verb === "watch" ? "watch" : verb === "list" || verb === "deletecollection" ? "list" : "object";
+  const renderer = negotiateRenderer(req, def, version, query, how);
   const scope: RequestScope = {
     ctx,
+    renderer,
     req,
     res,
     user,

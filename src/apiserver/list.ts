@@ -23,7 +23,6 @@ import { entryMatches, type ObjectFilter, objectMatches } from "./filter.ts";
 import { collectionPrefix } from "./keys.ts";
 import type { ListOptions } from "./listoptions.ts";
 import { type Renderer, rawListJson, renderList, rendersRaw } from "./render.ts";
-import { rendererFor } from "./respond.ts";
 import { writeObject, writeRaw } from "./response.ts";
 import { LIST_EXPIRED_MESSAGE, statusFromStorage, tooLargeResourceVersion } from "./storeerrors.ts";
 
@@ -213,7 +212,7 @@ async function listFromCache(
 
 /** Handles a list request. */
 export async function listResource(scope: RequestScope, opts: ListOptions): Promise<void> {
-  const r = rendererFor(scope, true);
+  const r = scope.renderer;
   const filter = filterFor(scope, opts);
   if (opts.resourceVersion === "0" && !opts.continue) {
     await listFromCache(scope, r, filter);

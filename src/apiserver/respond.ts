@@ -1,25 +1,41 @@
 /** Answering a resource request: the object in the negotiated representation, with warnings. */
+
+import type { IncomingMessage } from "node:http";
 import type { KubeObject } from "../api/meta.ts";
 import type { Status } from "../api/status.ts";
+import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
 import type { RequestScope } from "./context.ts";
-import { negotiateOutput } from "./negotiate.ts";
+import { negotiateOutput, negotiateWatchOutput } from "./negotiate.ts";
 import { parseIncludeObject, type Renderer, renderOne } from "./render.ts";
+import type { Query } from "./request.ts";
 import { writeObject, writeStatus } from "./response.ts";
 
-/** The renderer for a request (Accept negotiated; 406 when nothing fits). */
-export function rendererFor(scope: RequestScope, list: boolean): Renderer {
-  const output = negotiateOutput(scope.req.headers.accept, list);
+/**
+ * The renderer for a request (Accept negotiated, 406 when nothing fits; watches
+ * stream JSON). Computed before the request does anything.
+ */
+export function negotiateRenderer(
+  req: IncomingMessage,
+  def: ResourceDefinition,
+  version: VersionDefinition,
+  query: Query,
+  how: "object" | "list" | "watch",
+): Renderer {
+  const output =
+    how === "watch"
+      ? negotiateWatchOutput(req.headers.accept)
+      : negotiateOutput(req.headers.accept, how === "list");
   return {
-    def: scope.def,
-    version: scope.version,
+    def,
+    version,
     output,
-    includeObject: output.kind === "table" ? parseIncludeObject(scope.query) : "Metadata",
+    includeObject: output.kind === "table" ? parseIncludeObject(query) : "Metadata",
   };
 }
 
 /** Writes one object with `code`. */
 export function respondObject(scope: RequestScope, code: number, obj: KubeObject): void {
-  const r = rendererFor(scope, false);
+  const r = scope.renderer;
   writeObject(scope.res, code, renderOne(r, obj), {
     mediaType: r.output.mediaType,
     contentType: r.output.contentType,

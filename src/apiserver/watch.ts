@@ -23,8 +23,7 @@ import { entryMatches, type ObjectFilter } from "./filter.ts";
 import { collectionPrefix } from "./keys.ts";
 import { filterFor, listFromStorage } from "./list.ts";
 import type { ListOptions } from "./listoptions.ts";
-import { negotiateWatchOutput } from "./negotiate.ts";
-import { parseIncludeObject, partialMetadata, type Renderer, tableOf } from "./render.ts";
+import { partialMetadata, type Renderer, tableOf } from "./render.ts";
 import { tooLargeResourceVersion } from "./storeerrors.ts";
 import type { CacheEntry, CacheEvent, CacheWatcher, EventSide, EventType } from "./watchcache.ts";
 
@@ -288,13 +287,7 @@ function timeoutMs(scope: RequestScope, opts: ListOptions): number {
 export async function serveWatch(scope: RequestScope, opts: ListOptions): Promise<void> {
   const { ctx } = scope;
   if (ctx.watches.closed) throw errors.unavailable("the server is shutting down");
-  const output = negotiateWatchOutput(scope.req.headers.accept);
-  const r: Renderer = {
-    def: scope.def,
-    version: scope.version,
-    output,
-    includeObject: output.kind === "table" ? parseIncludeObject(scope.query) : "Metadata",
-  };
+  const r = scope.renderer;
   const filter = filterFor(scope, opts);
   if (scope.name !== undefined) {
     filter.fields = {

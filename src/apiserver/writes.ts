@@ -89,8 +89,9 @@ export async function guaranteedUpdate(
           return { obj: withResourceVersion(decision.obj, rev), action: "update" };
         }
         case "delete": {
-          const rev = await store.delete(key, kv!.modRevision);
-          return { obj: withResourceVersion(decision.obj, rev), action: "delete" };
+          // Answered with the object as it was last stored, as Kubernetes does.
+          await store.delete(key, kv!.modRevision);
+          return { obj: decision.obj, action: "delete" };
         }
       }
     } catch (err) {
