@@ -284,6 +284,49 @@ describe("CustomResourceDefinitions over HTTP", () => {
     expect(got.body.spec.image).toBe("nginx");
   });
 
+  it("applies an updated schema to later writes", async () => {
+    const crd = (await call("GET", `${CRDS}/webapps.example.com`)).body;
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    spec.properties.image.maxLength = 3;
+    expect((await call("PUT", `${CRDS}/webapps.example.com`, crd)).status).toBe(200);
+    await until("new schema served", async () => {
+      const r = await call("POST", WEBAPPS, {
+        apiVersion: "example.com/v1",
+        kind: "WebApp",
+        metadata: { name: "long" },
+        spec: { image: "nginx" },
+      });
+      return (
+        r.status === 422 &&
+        r.body.message.includes("spec.image: Too long: may not be more than 3 bytes")
+      );
+    });
+  });
+
+  it("serves several versions from one storage version and hides unserved ones", async () => {
+    const crd = (await call("GET", `${CRDS}/webapps.example.com`)).body;
+    const v1 = crd.spec.versions[0];
+    crd.spec.versions = [
+      v1,
+      { ...structuredClone(v1), name: "v2", storage: false },
+      { ...structuredClone(v1), name: "v0", served: false, storage: false },
+    ];
+    expect((await call("PUT", `${CRDS}/webapps.example.com`, crd)).status).toBe(200);
+    await until(
+      "v2 served",
+      async () =>
+        (await call("GET", "/apis/example.com/v2/namespaces/default/webapps/a")).status === 200,
+    );
+    const viaV2 = await call("GET", "/apis/example.com/v2/namespaces/default/webapps/a");
+    expect(viaV2.body.apiVersion).toBe("example.com/v2");
+    const group = await call("GET", "/apis/example.com");
+    expect(group.body.versions.map((v: { version: string }) => v.version).sort()).toEqual([
+      "v1",
+      "v2",
+    ]);
+    expect((await call("GET", "/apis/example.com/v0/namespaces/default/webapps")).status).toBe(404);
+  });
+
   it("deletes a CRD's objects, then the CRD, then stops serving", async () => {
     const del = await call("DELETE", `${CRDS}/webapps.example.com`);
     expect(del.status).toBe(200);
