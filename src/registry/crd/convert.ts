@@ -16,6 +16,7 @@ import { isObject } from "./paths.ts";
 import {
   applyDefaults,
   type CompiledSchema,
+  checkObjectLimits,
   compileSchema,
   validateAgainstSchema,
 } from "./schema.ts";
@@ -149,13 +150,10 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
       validate(obj: KubeObject, old: KubeObject | undefined): StatusCause[] {
         const rt = runtimeOf(obj);
         if (!rt) return [];
+        // Objects past the size limits are refused before any validation work.
+        const tooBig = checkObjectLimits(obj);
+        if (tooBig) return [tooBig];
         const causes = validateAgainstSchema(obj, rt.compiled);
-        if (
-          causes.length > 0 &&
-          causes.some((c) => c.message?.includes("the most the server validates"))
-        ) {
-          return causes;
-        }
         return [...causes, ...validateRules(obj, old, rt.rules)];
       },
     },
