@@ -1,4 +1,5 @@
 /** POST to a collection: create an object (201), with generateName and dryRun. */
+import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
 import { storageVersion } from "../registry/types.ts";
@@ -74,7 +75,8 @@ export async function createResource(scope: RequestScope): Promise<void> {
   bindNamespace(scope, body);
   const generated = !body.metadata.name && Boolean(body.metadata.generateName);
   for (let attempt = 1; ; attempt++) {
-    const obj = convertToStorage(structuredClone(body), scope.def);
+    // A generated name may collide: keep the body to try again with another.
+    const obj = convertToStorage(generated ? deepClone(body) : body, scope.def);
     await prepareNewObject(scope, obj, manager, new Date());
     const key = objectKey(scope.def, scope.namespace, obj.metadata.name!);
     try {

@@ -35,113 +35,128 @@ function joinPath(path: string, key: string): string {
 /**
  * Scans valid JSON text for keys that repeat within one object. Only called on text
  * JSON.parse accepted, so it needs no error handling beyond staying in bounds.
+ * Paths are only built for the duplicates found.
  */
 export function findDuplicateJsonKeys(text: string): string[] {
   const found: string[] = [];
+  const path: (string | number)[] = [];
+  const anyEscape = text.includes("\\");
   let i = 0;
+  const render = (): string => {
+    let out = "";
+    for (const seg of path) {
+      if (typeof seg === "number") out += `[${seg}]`;
+      else out += out === "" ? seg : `.${seg}`;
+    }
+    return out;
+  };
   const ws = () => {
-    while (i < text.length) {
+    for (;;) {
       const c = text.charCodeAt(i);
       if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
-      else break;
+      else return;
     }
   };
   const str = (): string => {
     const start = i;
-    i++; // opening quote
-    let simple = true;
-    while (i < text.length) {
-      const c = text.charCodeAt(i);
-      if (c === 0x5c) {
-        simple = false;
-        i += 2;
-        continue;
-      }
-      i++;
-      if (c === 0x22) break;
+    let end = text.indexOf('"', start + 1);
+    if (!anyEscape) {
+      if (end < 0) end = text.length - 1;
+      i = end + 1;
+      return text.slice(start + 1, end);
     }
-    const raw = text.slice(start, i);
-    return simple ? raw.slice(1, -1) : (JSON.parse(raw) as string);
+    // Find the closing quote: the next quote not escaped by an odd run of backslashes.
+    while (end > 0) {
+      let bs = 0;
+      for (let j = end - 1; j > start && text.charCodeAt(j) === 0x5c; j--) bs++;
+      if (bs % 2 === 0) break;
+      end = text.indexOf('"', end + 1);
+    }
+    if (end < 0) end = text.length - 1;
+    i = end + 1;
+    const raw = text.slice(start, end + 1);
+    return raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
   };
-  const value = (path: string, depth: number): void => {
+  const value = (depth: number): void => {
     ws();
-    const c = text[i];
-    if (c === "{") {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */) {
       i++;
-      const seen = new Set<string>();
       ws();
-      if (text[i] === "}") {
+      if (text.charCodeAt(i) === 0x7d) {
         i++;
         return;
       }
+      let seen: Set<string> | null = null;
+      let first: string | null = null;
       while (i < text.length) {
         ws();
         const key = str();
-        const child = joinPath(path, key);
-        if (seen.has(key)) found.push(child);
-        else seen.add(key);
+        // One key needs no set; a second one starts it.
+        let dup = false;
+        if (first === null) first = key;
+        else {
+          if (seen === null) seen = new Set([first]);
+          if (seen.has(key)) dup = true;
+          else seen.add(key);
+        }
+        path.push(key);
+        if (dup) found.push(render());
         ws();
         i++; // colon
-        if (depth < MAX_BODY_DEPTH) value(child, depth + 1);
-        else skipValue();
+        if (depth < MAX_BODY_DEPTH) value(depth + 1);
+        path.pop();
         ws();
-        if (text[i] === ",") {
+        if (text.charCodeAt(i) === 0x2c) {
           i++;
           continue;
         }
         i++; // closing brace
         return;
       }
-    } else if (c === "[") {
+    } else if (c === 0x5b /* [ */) {
       i++;
       ws();
-      if (text[i] === "]") {
+      if (text.charCodeAt(i) === 0x5d) {
         i++;
         return;
       }
       let n = 0;
       while (i < text.length) {
-        if (depth < MAX_BODY_DEPTH) value(`${path}[${n}]`, depth + 1);
-        else skipValue();
+        path.push(n);
+        if (depth < MAX_BODY_DEPTH) value(depth + 1);
+        path.pop();
         n++;
         ws();
-        if (text[i] === ",") {
+        if (text.charCodeAt(i) === 0x2c) {
           i++;
           continue;
         }
         i++; // closing bracket
         return;
       }
-    } else if (c === '"') {
+    } else if (c === 0x22 /* " */) {
       str();
     } else {
-      while (i < text.length && !",}] \n\r\t".includes(text[i])) i++;
-    }
-  };
-  const skipValue = () => {
-    // Past the depth limit: skip a nested value without recording anything.
-    ws();
-    let depth = 0;
-    while (i < text.length) {
-      const c = text[i];
-      if (c === '"') {
-        str();
-        if (depth === 0) return;
-        continue;
-      }
-      if (c === "{" || c === "[") depth++;
-      else if (c === "}" || c === "]") {
-        depth--;
-        if (depth === 0) {
-          i++;
+      for (;;) {
+        const d = text.charCodeAt(i);
+        if (
+          Number.isNaN(d) ||
+          d === 0x2c ||
+          d === 0x7d ||
+          d === 0x5d ||
+          d === 0x20 ||
+          d === 0x0a ||
+          d === 0x0d ||
+          d === 0x09
+        ) {
           return;
         }
-        if (depth < 0) return;
-      } else if (depth === 0 && (c === "," || c === "}" || c === "]")) return;
-      i++;
+        i++;
+      }
     }
   };
-  value("", 0);
+  value(0);
   return found;
 }
 

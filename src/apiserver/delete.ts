@@ -8,6 +8,7 @@
  * /finalize.
  */
 
+import { deepClone } from "../api/deepcopy.ts";
 import { matchesFields } from "../api/fields.ts";
 import { matchesLabels } from "../api/labels.ts";
 import type { KubeObject } from "../api/meta.ts";
@@ -27,12 +28,20 @@ import { writeObject } from "./response.ts";
 import { conflictError, statusFromStorage } from "./storeerrors.ts";
 import { guaranteedUpdate, type WriteDecision } from "./writes.ts";
 
+/** Built-in types whose deletion answers with the object, as in Kubernetes. */
+const RETURNS_DELETED_OBJECT = new Set(["namespaces", "serviceaccounts"]);
+
 /**
- * Whether a successful deletion answers with the deleted object (custom resources
- * and Namespaces, as in Kubernetes) rather than a Status.
+ * Whether a successful deletion answers with the deleted object rather than a
+ * Status: the definition says so, or else custom resources, Namespaces and
+ * ServiceAccounts do, as in Kubernetes.
  */
 export function returnsDeletedObject(scope: RequestScope): boolean {
-  return scope.def.custom || isNamespaceType(scope.def);
+  const { def } = scope;
+  return (
+    def.returnDeletedObject ??
+    (def.custom || (def.group === "" && RETURNS_DELETED_OBJECT.has(def.names.plural)))
+  );
 }
 
 function checkPreconditions(scope: RequestScope, obj: KubeObject, o: DeleteOptions): void {
@@ -75,7 +84,7 @@ export function decideDelete(
   const { finalizers, changed } = deletionFinalizers(current, o);
   if (isNamespaceType(scope.def)) {
     if (!current.metadata.deletionTimestamp) {
-      const next = structuredClone(current);
+      const next = deepClone(current);
       markDeleting(next, finalizers, now, false);
       const status = (next.status ?? {}) as Record<string, unknown>;
       next.status = { ...status, phase: TERMINATING };
@@ -85,7 +94,7 @@ export function decideDelete(
     if ((spec?.finalizers?.length ?? 0) > 0) return { action: "noop", obj: current };
   }
   if (finalizers.length > 0) {
-    const next = structuredClone(current);
+    const next = deepClone(current);
     markDeleting(next, finalizers, now, true);
     if (!changed && sameObject(next, current)) return { action: "noop", obj: current };
     return { action: "update", obj: next };

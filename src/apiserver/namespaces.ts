@@ -24,9 +24,12 @@ export const FORCE_LIVE_LOOKUP_MS = 30_000;
 
 export type NamespaceOperation = "create" | "update";
 
-function phaseOf(ns: KubeObject): string | undefined {
+/** The selectable field holding a namespace's phase (kept in each cache entry). */
+const PHASE_FIELD = "status.phase";
+
+function phaseOf(ns: KubeObject): string {
   const status = ns.status as { phase?: unknown } | undefined;
-  return typeof status?.phase === "string" ? status.phase : undefined;
+  return typeof status?.phase === "string" ? status.phase : "";
 }
 
 export class NamespaceLifecycle {
@@ -43,8 +46,8 @@ export class NamespaceLifecycle {
     this.#recentlyDeleted.set(name, Date.now() + FORCE_LIVE_LOOKUP_MS);
   }
 
-  /** The namespace object, or null when it does not exist. */
-  async lookup(name: string): Promise<KubeObject | null> {
+  /** The phase of a namespace ("" when it has none), or null when it does not exist. */
+  async phase(name: string): Promise<string | null> {
     const def = this.registry.get("", "namespaces");
     if (!def) return null;
     const key = objectKey(def, undefined, name);
@@ -55,11 +58,11 @@ export class NamespaceLifecycle {
       const cache = this.caches.forDef(def);
       if (cache.isReady) {
         const entry = cache.get(key);
-        if (entry) return JSON.parse(entry.json) as KubeObject;
+        if (entry) return entry.fields[PHASE_FIELD] ?? phaseOf(JSON.parse(entry.json));
       }
     }
     const kv = await this.store.get(key);
-    return kv ? decodeStored(kv) : null;
+    return kv ? (phaseOf(decodeStored(kv)) ?? "") : null;
   }
 
   /**
@@ -68,9 +71,9 @@ export class NamespaceLifecycle {
    */
   async admit(namespace: string, op: NamespaceOperation, subject: ErrorSubject): Promise<void> {
     if (!this.registry.get("", "namespaces")) return;
-    const ns = await this.lookup(namespace);
-    if (!ns) throw errors.notFound({ resource: "namespaces", name: namespace });
-    if (op === "create" && phaseOf(ns) === TERMINATING) {
+    const phase = await this.phase(namespace);
+    if (phase === null) throw errors.notFound({ resource: "namespaces", name: namespace });
+    if (op === "create" && phase === TERMINATING) {
       const err = errors.forbidden(
         subject,
         `unable to create new content in namespace ${namespace} because it is being terminated`,

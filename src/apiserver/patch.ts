@@ -6,6 +6,7 @@
  * goes through the same rules as a PUT, and the patch is re-applied to the newer
  * object when a concurrent write wins the race.
  */
+import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import { applyJsonPatch } from "../api/patch/json.ts";
 import { applyMergePatch } from "../api/patch/merge.ts";
@@ -127,12 +128,12 @@ export async function patchResource(scope: RequestScope): Promise<void> {
     scope.warnings.length = warningsBefore;
     let patched: unknown;
     if (type === "apply") {
-      const applied = checkTypeMeta(scope, structuredClone(patch.value));
+      const applied = checkTypeMeta(scope, deepClone(patch.value));
       validateFields(scope, applied, patch.duplicates, mode);
       checkName(scope, applied);
       bindNamespace(scope, applied);
       const live = current ? convertToVersion(current, def, scope.version.name) : null;
-      patched = applyObject(live ? structuredClone(live) : null, applied, scope.version.schema, {
+      patched = applyObject(live ? deepClone(live) : null, applied, scope.version.schema, {
         manager,
         apiVersion: scope.apiVersion,
         now: new Date(),
@@ -141,7 +142,7 @@ export async function patchResource(scope: RequestScope): Promise<void> {
       });
     } else {
       if (!current) throw errors.notFound(scope.subject);
-      const live = structuredClone(convertToVersion(current, def, scope.version.name));
+      const live = deepClone(convertToVersion(current, def, scope.version.name));
       patched = applyPatch(type, live, patch.value, scope);
     }
     const obj = checkTypeMeta(scope, patched);

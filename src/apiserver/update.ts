@@ -4,6 +4,7 @@
  * server-owned metadata, generation, defaults, validation, removal once the last
  * finalizer is gone, and no write at all when nothing changed.
  */
+import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
 import { fieldErrors } from "../api/validation.ts";
@@ -74,7 +75,7 @@ export async function decideUpdate(
   const now = new Date();
   if (!current) {
     if (!plan.allowCreate || scope.subresource) throw errors.notFound(scope.subject);
-    const obj = structuredClone(candidate);
+    const obj = deepClone(candidate);
     delete obj.metadata.resourceVersion;
     const prepared = await prepareNewObject(scope, obj, plan.manager, now, !plan.apply);
     return { action: "create", obj: prepared };
@@ -93,14 +94,14 @@ export async function decideUpdate(
   let next: KubeObject;
   const sub = scope.subresource;
   if (sub === undefined) {
-    next = structuredClone(candidate);
+    next = deepClone(candidate);
     prepareUpdate(next, current, def, version);
   } else if (sub === "status") {
-    next = statusUpdate(structuredClone(candidate), current);
+    next = statusUpdate(deepClone(candidate), current);
   } else {
     const extra = def.subresources?.find((s) => s.name === sub);
     if (!extra) throw errors.notFound(scope.subject);
-    next = extra.update(structuredClone(candidate), current);
+    next = extra.update(deepClone(candidate), current);
     keepSystemFields(next, current);
   }
   next.metadata.resourceVersion = current.metadata.resourceVersion;

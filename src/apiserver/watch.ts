@@ -24,6 +24,7 @@ import { collectionPrefix } from "./keys.ts";
 import { filterFor, listFromStorage } from "./list.ts";
 import type { ListOptions } from "./listoptions.ts";
 import { partialMetadata, type Renderer, tableOf } from "./render.ts";
+import { setWarnings } from "./response.ts";
 import { tooLargeResourceVersion } from "./storeerrors.ts";
 import type { CacheEntry, CacheEvent, CacheWatcher, EventSide, EventType } from "./watchcache.ts";
 
@@ -121,13 +122,8 @@ class HttpWatcher implements CacheWatcher {
     res.setHeader("Content-Type", "application/json");
     res.setHeader("Transfer-Encoding", "chunked");
     res.setHeader("Cache-Control", "no-cache, private");
-    if (this.scope.warnings.length > 0) {
-      // Warnings reach the client with the headers of the stream.
-      res.setHeader(
-        "Warning",
-        this.scope.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
-      );
-    }
+    // Warnings reach the client with the headers of the stream.
+    setWarnings(res, this.scope.warnings);
     res.flushHeaders();
     this.#headersSent = true;
   }

@@ -136,6 +136,12 @@ export interface ResourceDefinition {
   verbs?: readonly string[];
   /** Subresources beyond status and scale. */
   subresources?: ExtraSubresource[];
+  /**
+   * Whether a DELETE that removes an object answers with the object (Kubernetes'
+   * ReturnDeletedObject: custom resources, Namespaces, ServiceAccounts) rather than
+   * a success Status. Default: true for custom resources, false otherwise.
+   */
+  returnDeletedObject?: boolean;
 }
 
 /** The verbs a definition serves on its main resource. */

@@ -1,0 +1,117 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeJson, decodeYaml, findDuplicateJsonKeys } from "../../src/apiserver/decode.ts";
+import { negotiateOutput } from "../../src/apiserver/negotiate.ts";
+import { parseAccept } from "../../src/apiserver/request.ts";
+import { warningHeaders } from "../../src/apiserver/response.ts";
+import { parseRoute } from "../../src/apiserver/routes.ts";
+
+describe("body decoding", () => {
+  it("finds duplicate keys with their paths", () => {
+    const cases: [string, string[]][] = [
+      ['{"a":1,"a":2}', ["a"]],
+      ['{"m":{"n":"x","n":"y"},"l":[{"k":1},{"k":1,"k":2}]}', ["m.n", "l[1].k"]],
+      ['{"a\\"b":1,"a\\"b":2,"c":"\\\\","c":"x"}', ['a"b', "c"]],
+      ['  { "x" : { } , "x" : [ ] }  ', ["x"]],
+      ['[{"a":1},{"a":1}]', []],
+      ['"str"', []],
+      ['{"u":"\\u0041","u":"A"}', ["u"]],
+    ];
+    for (const [text, want] of cases) expect(findDuplicateJsonKeys(text), text).toEqual(want);
+  });
+
+  it("reports no duplicates for any JSON that JSON.stringify wrote", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), (v) => {
+        expect(findDuplicateJsonKeys(JSON.stringify(v))).toEqual([]);
+      }),
+    );
+  });
+
+  it("reports a key written twice into any object", () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { minKeys: 1 }),
+        fc.jsonValue({ maxDepth: 2 }),
+        (obj, extra) => {
+          const key = Object.keys(obj)[0];
+          const text = `{${JSON.stringify(key)}:${JSON.stringify(extra)},${JSON.stringify(obj).slice(1)}`;
+          expect(findDuplicateJsonKeys(text)).toEqual([key]);
+        },
+      ),
+    );
+  });
+
+  it("refuses malformed and hostile bodies with 400", () => {
+    for (const text of ["{", "[".repeat(5000) + "]".repeat(5000), '{"a":}']) {
+      expect(() => decodeJson(text)).toThrowError(expect.objectContaining({ code: 400 }));
+    }
+    const bomb = `a: &a [x,x,x,x,x,x,x,x,x]\n${Array.from(
+      { length: 12 },
+      (_, i) =>
+        `b${i}: &b${i} [${Array(9)
+          .fill(i === 0 ? "*a" : `*b${i - 1}`)
+          .join(",")}]`,
+    ).join("\n")}\n`;
+    expect(() => decodeYaml(bomb)).toThrowError(expect.objectContaining({ code: 400 }));
+    expect(decodeYaml("a: yes\nb: 1\n").value).toEqual({ a: true, b: 1 });
+  });
+});
+
+describe("routes", () => {
+  it("parses resource paths, namespace subresources and discovery", () => {
+    expect(parseRoute("/api/v1/namespaces/ns/configmaps/x")).toMatchObject({
+      kind: "resource",
+      group: "",
+      version: "v1",
+      namespace: "ns",
+      plural: "configmaps",
+      name: "x",
+    });
+    expect(parseRoute("/api/v1/namespaces/ns/finalize")).toMatchObject({
+      plural: "namespaces",
+      name: "ns",
+      subresource: "finalize",
+    });
+    expect(parseRoute("/apis/example.com/v1/watch/namespaces/a/widgets")).toMatchObject({
+      group: "example.com",
+      namespace: "a",
+      plural: "widgets",
+      watchPrefix: true,
+    });
+    expect(parseRoute("/apis/g")).toEqual({ kind: "group", group: "g" });
+    expect(parseRoute("/openapi/v3/apis/g/v1")).toEqual({
+      kind: "openapiDocument",
+      group: "g",
+      version: "v1",
+    });
+    expect(parseRoute("/healthz")).toBeNull();
+    expect(parseRoute("/api/v1/a/b/c/d/e")).toEqual({ kind: "notFound" });
+    expect(parseRoute("/api/v1/namespaces/%zz/configmaps")).toEqual({ kind: "notFound" });
+  });
+});
+
+describe("negotiation and warnings", () => {
+  it("picks JSON, YAML, Table or PartialObjectMetadata, and refuses protobuf-only", () => {
+    expect(negotiateOutput(undefined, false).kind).toBe("object");
+    expect(negotiateOutput("application/yaml", false).mediaType).toBe("application/yaml");
+    expect(
+      negotiateOutput("application/json;as=Table;v=v1;g=meta.k8s.io, application/json", true).kind,
+    ).toBe("table");
+    expect(
+      negotiateOutput("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", true)
+        .kind,
+    ).toBe("partial");
+    expect(() => negotiateOutput("application/vnd.kubernetes.protobuf", false)).toThrowError(
+      expect.objectContaining({ code: 406 }),
+    );
+    expect(parseAccept("a/b;q=0.5, c/d").map((m) => m.type)).toEqual(["a/b", "c/d"]);
+  });
+
+  it("quotes warnings as 299 header values", () => {
+    expect(warningHeaders(['unknown field "spec.foo"', "é"])).toEqual([
+      '299 - "unknown field \\"spec.foo\\""',
+      '299 - "\\u00e9"',
+    ]);
+  });
+});
