@@ -1,4 +1,5 @@
 /** The `setpoint` command: dispatches to its subcommands. */
+import { finalizers } from "./finalizers.ts";
 import { UsageError } from "./storage.ts";
 import { UP_USAGE, up } from "./up.ts";
 
@@ -6,6 +7,7 @@ export const USAGE = `Usage: setpoint <command> [flags]
 
 Commands:
   up          run the control plane (apiserver on embedded SQLite or etcd)
+  finalizers  list objects stuck in deletion; clear a finalizer by hand
 
 Run 'setpoint <command> --help' for a command's flags.
 `;
@@ -16,6 +18,8 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case "up":
         return await up(rest);
+      case "finalizers":
+        return await finalizers(rest);
       case undefined:
       case "help":
       case "--help":

@@ -1,0 +1,148 @@
+/**
+ * Reading a whole cluster over its API, as the inspection commands do: connect
+ * with a kubeconfig, discover every served resource, list each (bounded
+ * concurrency, paged), and read the controllers' leader Leases.
+ */
+import type { KubeObject } from "../../api/meta.ts";
+import { Client } from "../../runtime/client.ts";
+import { loadKubeconfig, type RestConfig } from "../../runtime/kubeconfig.ts";
+import { RawHttp } from "./rawhttp.ts";
+import {
+  type ApiGroupListDoc,
+  type ApiResourceListDoc,
+  type ApiVersionsDoc,
+  preferredGroupVersions,
+  qualifiedName,
+  resourcesOf,
+  type ServedResource,
+} from "./resources.ts";
+import type { ResourceObject } from "./stuck.ts";
+
+/** Resources listed (or group-versions discovered) at once. */
+export const LIST_CONCURRENCY = 4;
+/** Page size of each list. */
+export const LIST_PAGE_SIZE = 500;
+/** The Lease kind. */
+export const LEASE_TYPE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
+
+/** How to reach the server: the kubeconfig flags every inspection command takes. */
+export interface ConnectFlags {
+  kubeconfig?: string;
+  context?: string;
+}
+
+/** A connection to one API server. */
+export interface Connection {
+  readonly config: RestConfig;
+  readonly client: Client;
+  readonly raw: RawHttp;
+  close(): void;
+}
+
+/** Connects with `--kubeconfig` / `--context`, else $KUBECONFIG, else ~/.kube/config. */
+export function connect(flags: ConnectFlags): Connection {
+  const config = loadKubeconfig({ path: flags.kubeconfig, context: flags.context });
+  config.userAgent ??= "setpoint-cli";
+  const client = new Client(config);
+  const raw = new RawHttp(config);
+  return {
+    config,
+    client,
+    raw,
+    close() {
+      client.close();
+      raw.close();
+    },
+  };
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; results keep their order. */
+export async function mapBounded<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Every resource the server serves, at each group's preferred version. */
+export async function servedResources(raw: RawHttp): Promise<ServedResource[]> {
+  const [core, groups] = await Promise.all([
+    raw.getJson<ApiVersionsDoc>("/api"),
+    raw.getJson<ApiGroupListDoc>("/apis"),
+  ]);
+  const gvs = preferredGroupVersions(core, groups);
+  const docs = await mapBounded(gvs, LIST_CONCURRENCY, (gv) =>
+    raw.getJson<ApiResourceListDoc>(gv.includes("/") ? `/apis/${gv}` : `/api/${gv}`),
+  );
+  return gvs.flatMap((gv, i) => resourcesOf(gv, docs[i]));
+}
+
+/** What listing every resource found. */
+export interface ClusterListing {
+  items: ResourceObject[];
+  /** The list resourceVersion of each resource listed (to watch from). */
+  listed: { resource: ServedResource; resourceVersion: string }[];
+  /** Resources that could not be listed (e.g. forbidden), with why. */
+  failures: { resource: string; message: string }[];
+}
+
+export interface ListEverythingOptions {
+  /** Only this namespace (cluster-scoped resources are then skipped). */
+  namespace?: string;
+  /**
+   * Only metadata of each object (cheaper; enough for deletion state). Namespaces
+   * are still read whole: their spec.finalizers also hold deletion back.
+   */
+  metadataOnly?: boolean;
+  /** Leave these resources out. */
+  skip?: (r: ServedResource) => boolean;
+}
+
+/** Lists every listable resource. */
+export async function listEverything(
+  client: Client,
+  resources: ServedResource[],
+  opts: ListEverythingOptions = {},
+): Promise<ClusterListing> {
+  const todo = resources.filter(
+    (r) =>
+      r.verbs.includes("list") && !(opts.namespace && !r.namespaced) && !(opts.skip?.(r) ?? false),
+  );
+  const listing: ClusterListing = { items: [], listed: [], failures: [] };
+  await mapBounded(todo, LIST_CONCURRENCY, async (resource) => {
+    try {
+      const list = await client.listAll<KubeObject>(
+        { apiVersion: resource.apiVersion, kind: resource.kind },
+        {
+          namespace: opts.namespace,
+          metadataOnly:
+            opts.metadataOnly && !(resource.group === "" && resource.kind === "Namespace"),
+          limit: LIST_PAGE_SIZE,
+        },
+      );
+      for (const obj of list.items) listing.items.push({ resource, obj });
+      listing.listed.push({ resource, resourceVersion: list.metadata.resourceVersion ?? "" });
+    } catch (e) {
+      listing.failures.push({
+        resource: qualifiedName(resource),
+        message: e instanceof Error ? e.message : String(e),
+      });
+    }
+  });
+  return listing;
+}
+
+/** Every Lease in the cluster. */
+export async function listLeases(client: Client): Promise<KubeObject[]> {
+  return (await client.listAll<KubeObject>(LEASE_TYPE, { limit: LIST_PAGE_SIZE })).items;
+}

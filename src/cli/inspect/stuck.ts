@@ -1,0 +1,168 @@
+/**
+ * Objects stuck in deletion, and who (if anyone) will remove each finalizer
+ * they still carry.
+ *
+ * An object with `deletionTimestamp` stays until its finalizers are gone (a
+ * Namespace also waits on `spec.finalizers`). For each finalizer left:
+ * - handled: a live controller (its leader Lease renewed within its duration)
+ *   declares it on the Lease (`setpoint.dev/finalizers`);
+ * - builtin: one of Kubernetes' own finalizers, removed by a built-in loop
+ *   (garbage collector, namespace controller, the apiserver's CRD cleanup); a
+ *   live Lease declaring it is named too;
+ * - abandoned: no live controller declares it (its controller is not running,
+ *   or does not publish its finalizers).
+ */
+import type { KubeObject } from "../../api/meta.ts";
+import { ageOf, formatAge } from "./duration.ts";
+import type { LeaseInfo } from "./leases.ts";
+import { qualifiedName, type ServedResource } from "./resources.ts";
+
+/** Kubernetes' built-in finalizers and the loop that removes each. */
+export const BUILTIN_FINALIZERS: Readonly<Record<string, string>> = {
+  kubernetes: "namespace controller",
+  orphan: "garbage collector",
+  foregroundDeletion: "garbage collector",
+  "customresourcecleanup.apiextensions.k8s.io": "apiserver CRD cleanup",
+};
+
+/** Where a finalizer sits: `metadata.finalizers`, or a Namespace's `spec.finalizers`. */
+export type FinalizerPlace = "metadata" | "spec";
+
+export type HandlingState = "handled" | "builtin" | "abandoned";
+
+/** A live controller that declares a finalizer. */
+export interface Handler {
+  /** The Lease's namespace and name (the controller manager's election id). */
+  leaseNamespace: string;
+  lease: string;
+  /** The current leader. */
+  holder: string;
+  renewedAgoMs: number;
+}
+
+/** One finalizer left on an object, and who handles it. */
+export interface FinalizerHandling {
+  finalizer: string;
+  place: FinalizerPlace;
+  state: HandlingState;
+  /** For built-in finalizers: the loop that removes it. */
+  builtin?: string;
+  /** Live controllers declaring it (possibly several managers declare the same one). */
+  handlers: Handler[];
+}
+
+/** An object in deletion that is still there. */
+export interface StuckObject {
+  apiVersion: string;
+  kind: string;
+  /** "configmaps" or "widgets.example.com". */
+  resource: string;
+  namespace?: string;
+  name: string;
+  uid: string;
+  deletionTimestamp: string;
+  /** Milliseconds since deletionTimestamp. */
+  deletingForMs: number;
+  finalizers: FinalizerHandling[];
+}
+
+/** The finalizers still keeping `obj` (metadata, then a Namespace's spec). */
+export function pendingFinalizers(obj: KubeObject): { finalizer: string; place: FinalizerPlace }[] {
+  const out: { finalizer: string; place: FinalizerPlace }[] = (obj.metadata.finalizers ?? []).map(
+    (f) => ({ finalizer: f, place: "metadata" }),
+  );
+  if (obj.kind === "Namespace" && (obj.apiVersion ?? "v1") === "v1") {
+    const spec = obj.spec as { finalizers?: unknown } | undefined;
+    if (Array.isArray(spec?.finalizers)) {
+      for (const f of spec.finalizers) out.push({ finalizer: String(f), place: "spec" });
+    }
+  }
+  return out;
+}
+
+/** Who handles `finalizer`, given the controller leases. */
+export function attributeFinalizer(
+  finalizer: string,
+  place: FinalizerPlace,
+  leases: LeaseInfo[],
+): FinalizerHandling {
+  const handlers: Handler[] = leases
+    .filter((l) => l.state === "live" && l.finalizers.includes(finalizer))
+    .map((l) => ({
+      leaseNamespace: l.namespace,
+      lease: l.name,
+      holder: l.holder,
+      renewedAgoMs: l.renewedAgoMs,
+    }));
+  const builtin = BUILTIN_FINALIZERS[finalizer];
+  if (builtin !== undefined) return { finalizer, place, state: "builtin", builtin, handlers };
+  return { finalizer, place, state: handlers.length > 0 ? "handled" : "abandoned", handlers };
+}
+
+/** `finalizer (handled by …)`, `finalizer (ABANDONED: …)` or `finalizer (built-in: …)`. */
+export function describeHandling(h: FinalizerHandling): string {
+  const name = h.place === "spec" ? `${h.finalizer} [spec.finalizers]` : h.finalizer;
+  const by = h.handlers
+    .map(
+      (x) => `handled by ${x.lease}, leader ${x.holder}, renewed ${formatAge(x.renewedAgoMs)} ago`,
+    )
+    .join("; ");
+  switch (h.state) {
+    case "handled":
+      return `${name} (${by})`;
+    case "abandoned":
+      return `${name} (ABANDONED: no live controller declares it)`;
+    case "builtin":
+      return by ? `${name} (built-in: ${h.builtin}; ${by})` : `${name} (built-in: ${h.builtin})`;
+  }
+}
+
+/** An object read from one served resource. */
+export interface ResourceObject {
+  resource: ServedResource;
+  obj: KubeObject;
+}
+
+/**
+ * The objects in deletion for at least `olderThanMs` at `now`, oldest first,
+ * each object once (the same object served under two groups counts once).
+ */
+export function stuckObjects(
+  items: Iterable<ResourceObject>,
+  leases: LeaseInfo[],
+  now: number,
+  olderThanMs = 0,
+): StuckObject[] {
+  const seen = new Set<string>();
+  const out: StuckObject[] = [];
+  for (const { resource, obj } of items) {
+    const ts = obj.metadata.deletionTimestamp;
+    if (!ts) continue;
+    const uid = obj.metadata.uid ?? "";
+    const key = uid || `${resource.kind}/${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const deletingForMs = ageOf(ts, now);
+    if (!(deletingForMs >= olderThanMs)) continue;
+    const s: StuckObject = {
+      apiVersion: resource.apiVersion,
+      kind: resource.kind,
+      resource: qualifiedName(resource),
+      ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+      name: obj.metadata.name ?? "",
+      uid,
+      deletionTimestamp: ts,
+      deletingForMs,
+      finalizers: pendingFinalizers(obj).map((p) =>
+        attributeFinalizer(p.finalizer, p.place, leases),
+      ),
+    };
+    out.push(s);
+  }
+  return out.sort(
+    (a, b) =>
+      b.deletingForMs - a.deletingForMs ||
+      a.resource.localeCompare(b.resource) ||
+      `${a.namespace ?? ""}/${a.name}`.localeCompare(`${b.namespace ?? ""}/${b.name}`),
+  );
+}
