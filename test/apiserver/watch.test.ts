@@ -143,6 +143,45 @@ describe("watch", () => {
     w.close();
   });
 
+  it("sends initial events not older than a resourceVersion taken from another type", async () => {
+    await h.namespace("nol");
+    const N = "/api/v1/namespaces/nol/configmaps";
+    await h.post(N, configMap("n1"));
+    // A revision the configmaps cache has never seen: a write to another type.
+    const other = await h.post("/api/v1/namespaces/nol/secrets", {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "s" },
+    });
+    const rv = Number(other.body.metadata.resourceVersion);
+    const w = await openWatch(
+      h,
+      `${N}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${rv}`,
+    );
+    await w.waitForCount(2);
+    expect(w.events[0]).toMatchObject({ type: "ADDED", object: { metadata: { name: "n1" } } });
+    expect(w.events[1].type).toBe("BOOKMARK");
+    expect(Number(w.events[1].object.metadata.resourceVersion)).toBeGreaterThanOrEqual(rv);
+    await h.post(N, configMap("n2"));
+    await w.waitFor((e) => e.object?.metadata?.name === "n2");
+    expect(w.events.filter((e) => e.type === "ADDED").length).toBe(2);
+    w.close();
+    const future = await h.get(
+      `${N}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=99999999`,
+    );
+    expect(future.status).toBe(504);
+    expect(future.body.details.causes[0].reason).toBe("ResourceVersionTooLarge");
+  });
+
+  it("serves the deprecated /watch/ path prefix", async () => {
+    await h.namespace("legacy");
+    await h.post("/api/v1/namespaces/legacy/configmaps", configMap("l1"));
+    const w = await openWatch(h, "/api/v1/watch/namespaces/legacy/configmaps");
+    await w.waitForCount(1);
+    expect(w.events[0]).toMatchObject({ type: "ADDED", object: { metadata: { name: "l1" } } });
+    w.close();
+  });
+
   it("sends watch events as Tables when a Table was asked for, headers only first", async () => {
     await h.namespace("tbl");
     const T = "/api/v1/namespaces/tbl/configmaps";
