@@ -10,6 +10,7 @@ import { generateToken, TokenAuthenticator } from "../../../src/apiserver/auth.t
 import { ensureSystemNamespaces } from "../../../src/apiserver/bootstrap.ts";
 import { loadOrCreateTlsMaterial } from "../../../src/apiserver/certs.ts";
 import { writeKubeconfig } from "../../../src/apiserver/kubeconfig.ts";
+import type { ApiLimits } from "../../../src/apiserver/limits.ts";
 import { type ApiServer, startApiServer } from "../../../src/apiserver/server.ts";
 import type { Registry } from "../../../src/registry/registry.ts";
 import { SqliteStore } from "../../../src/storage/sqlite.ts";
@@ -22,6 +23,8 @@ export interface E2eServerOptions {
   tls?: boolean;
   /** Types served (default the built-ins). */
   registry?: Registry;
+  /** Server bounds to shrink (e.g. the watch cache window, to make 410s easy to reach). */
+  limits?: Partial<ApiLimits>;
 }
 
 export interface E2eServer {
@@ -38,16 +41,20 @@ export interface E2eServer {
   close(): Promise<void>;
 }
 
-/** Starts the apiserver in process on an in-memory SQLite store. */
+/**
+ * Starts the apiserver in process on an in-memory SQLite store. Background
+ * compaction is off: tests compact explicitly.
+ */
 export async function startE2eServer(opts: E2eServerOptions = {}): Promise<E2eServer> {
   const dir = mkdtempSync(join(tmpdir(), "setpoint-e2e-"));
-  const store = SqliteStore.open(":memory:", { durable: false });
+  const store = SqliteStore.open(":memory:", { durable: false, compactionIntervalMs: 0 });
   const tls = opts.tls ? await loadOrCreateTlsMaterial(join(dir, "pki"), ["127.0.0.1"]) : undefined;
   const token = opts.tls ? generateToken() : undefined;
   const server = await startApiServer({
     store,
     port: 0,
     ...(opts.registry ? { registry: opts.registry } : {}),
+    ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
     ...(tls && token
       ? {
