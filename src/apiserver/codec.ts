@@ -38,18 +38,13 @@ export function encodeForStorage(obj: KubeObject): string {
   return JSON.stringify({ apiVersion, kind, metadata, ...rest });
 }
 
-/** The apiVersion of a definition's version. */
-export function apiVersionFor(def: ResourceDefinition, version: string): string {
-  return apiVersionOf(def.group, version);
-}
-
 /** A copy of `obj` in another version of its type (conversion None: apiVersion only). */
 export function convertToVersion(
   obj: KubeObject,
   def: ResourceDefinition,
   version: string,
 ): KubeObject {
-  const apiVersion = apiVersionFor(def, version);
+  const apiVersion = apiVersionOf(def.group, version);
   if (obj.apiVersion === apiVersion && obj.kind === def.names.kind) return obj;
   return { ...obj, apiVersion, kind: def.names.kind };
 }

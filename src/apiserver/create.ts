@@ -2,7 +2,6 @@
 import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
-import { storageVersion } from "../registry/types.ts";
 import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "./body.ts";
 import { convertToStorage } from "./codec.ts";
 import type { RequestScope } from "./context.ts";
@@ -89,9 +88,4 @@ export async function createResource(scope: RequestScope): Promise<void> {
       if (!generated || !exists || attempt >= GENERATE_NAME_ATTEMPTS) throw err;
     }
   }
-}
-
-/** The storage version's name (for code that compares against it). */
-export function storageVersionName(scope: RequestScope): string {
-  return storageVersion(scope.def).name;
 }
