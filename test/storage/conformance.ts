@@ -857,6 +857,8 @@ async function runAgainstModel(store: Store, commands: Command[]): Promise<void>
   /** A model revision as the store knows it (past the newest: far in the future). */
   const real = (m: number) =>
     m <= model.revision ? realOf[m] : realOf[model.revision] + FAR_FUTURE;
+  /** A write's real revision as the model's: any revision past the last recorded one is the model's newest. */
+  const freshRevision = (r: number) => (r > realOf[model.revision - 1] ? model.revision : r);
   const toModel = (kv: KeyValue | null) =>
     kv && {
       ...kv,
@@ -902,7 +904,7 @@ async function runAgainstModel(store: Store, commands: Command[]): Promise<void>
         case "create": {
           const expected = model.create(cmd.key, cmd.value);
           const actual = await attempt(store.create(cmd.key, cmd.value));
-          compare(what, actual, expected, (r) => r);
+          compare(what, actual, expected, freshRevision);
           if (actual.ok && expected.ok) record(expected.value, actual.value);
           break;
         }
@@ -923,7 +925,7 @@ async function runAgainstModel(store: Store, commands: Command[]): Promise<void>
               ? store.update(cmd.key, cmd.value, realExpected!)
               : store.delete(cmd.key, realExpected),
           );
-          compare(what, actual, expected, (r) => r);
+          compare(what, actual, expected, freshRevision);
           if (actual.ok && expected.ok) record(expected.value, actual.value);
           break;
         }
