@@ -1,4 +1,5 @@
 /** The `setpoint` command: dispatches to its subcommands. */
+import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
 import { UsageError } from "./storage.ts";
 import { UP_USAGE, up } from "./up.ts";
@@ -8,6 +9,7 @@ export const USAGE = `Usage: setpoint <command> [flags]
 Commands:
   up          run the control plane (apiserver on embedded SQLite or etcd)
   finalizers  list objects stuck in deletion; clear a finalizer by hand
+  doctor      check the control plane's health at a glance
 
 Run 'setpoint <command> --help' for a command's flags.
 `;
@@ -20,6 +22,8 @@ export async function main(argv: string[]): Promise<number> {
         return await up(rest);
       case "finalizers":
         return await finalizers(rest);
+      case "doctor":
+        return await doctor(rest);
       case undefined:
       case "help":
       case "--help":

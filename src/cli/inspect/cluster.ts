@@ -100,10 +100,11 @@ export interface ListEverythingOptions {
   /** Only this namespace (cluster-scoped resources are then skipped). */
   namespace?: string;
   /**
-   * Only metadata of each object (cheaper; enough for deletion state). Namespaces
-   * are still read whole: their spec.finalizers also hold deletion back.
+   * Only metadata of each object (cheaper; enough for deletion state), for every
+   * resource or those the function accepts. Namespaces are always read whole:
+   * their spec.finalizers also hold deletion back.
    */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | ((r: ServedResource) => boolean);
   /** Leave these resources out. */
   skip?: (r: ServedResource) => boolean;
 }
@@ -125,8 +126,7 @@ export async function listEverything(
         { apiVersion: resource.apiVersion, kind: resource.kind },
         {
           namespace: opts.namespace,
-          metadataOnly:
-            opts.metadataOnly && !(resource.group === "" && resource.kind === "Namespace"),
+          metadataOnly: readsMetadataOnly(resource, opts.metadataOnly),
           limit: LIST_PAGE_SIZE,
         },
       );
@@ -140,6 +140,15 @@ export async function listEverything(
     }
   });
   return listing;
+}
+
+/** Whether `r` is listed as metadata only under the option. */
+export function readsMetadataOnly(
+  r: ServedResource,
+  option: ListEverythingOptions["metadataOnly"],
+): boolean {
+  if (r.group === "" && r.kind === "Namespace") return false;
+  return typeof option === "function" ? option(r) : option === true;
 }
 
 /** Every Lease in the cluster. */

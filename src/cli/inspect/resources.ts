@@ -18,6 +18,8 @@ export interface ServedResource {
   shortNames: string[];
   namespaced: boolean;
   verbs: string[];
+  /** Subresources discovery lists for it ("status", "scale", "finalize"...). */
+  subresources: string[];
 }
 
 /** The JSON answered by /api. */
@@ -64,6 +66,17 @@ export function resourcesOf(groupVersion: string, doc: ApiResourceListDoc): Serv
   const group = slash < 0 ? "" : groupVersion.slice(0, slash);
   const version = slash < 0 ? groupVersion : groupVersion.slice(slash + 1);
   const out: ServedResource[] = [];
+  const subresources = new Map<string, string[]>();
+  for (const r of doc.resources ?? []) {
+    const slash = typeof r.name === "string" ? r.name.indexOf("/") : -1;
+    if (slash > 0) {
+      const parent = (r.name as string).slice(0, slash);
+      subresources.set(parent, [
+        ...(subresources.get(parent) ?? []),
+        (r.name as string).slice(slash + 1),
+      ]);
+    }
+  }
   for (const r of doc.resources ?? []) {
     if (typeof r.name !== "string" || r.name.includes("/") || typeof r.kind !== "string") continue;
     out.push({
@@ -76,6 +89,7 @@ export function resourcesOf(groupVersion: string, doc: ApiResourceListDoc): Serv
       shortNames: r.shortNames ?? [],
       namespaced: r.namespaced === true,
       verbs: r.verbs ?? [],
+      subresources: subresources.get(r.name) ?? [],
     });
   }
   return out;

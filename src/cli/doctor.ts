@@ -1,0 +1,229 @@
+/**
+ * `setpoint doctor`: is my control plane healthy? One pass over the API: the
+ * apiserver's health endpoints, each controller's leader Lease, objects behind
+ * their spec, objects stuck in deletion, hot loops (writes sampled for a few
+ * seconds), and recent Warning Events. Exit code 0 when every check is OK, 1
+ * when any warns or fails, 2 on a usage error. See docs/doctor.md.
+ */
+import { parseArgs } from "node:util";
+import {
+  connect,
+  listEverything,
+  listLeases,
+  readsMetadataOnly,
+  servedResources,
+} from "./inspect/cluster.ts";
+import {
+  type DoctorFacts,
+  type DoctorThresholds,
+  diagnose,
+  renderReport,
+  unreachableReport,
+} from "./inspect/diagnose.ts";
+import { formatAge, parseDuration } from "./inspect/duration.ts";
+import {
+  DEFAULT_HOT_LOOP_RATE,
+  parseReconcileStats,
+  RECONCILE_STATS_ANNOTATION,
+  reconcileHotKeys,
+  sampledForHotLoops,
+} from "./inspect/hotloop.ts";
+import { generationLags } from "./inspect/lag.ts";
+import { controllerLeases, isControllerLease, leaseInfo } from "./inspect/leases.ts";
+import type { ServedResource } from "./inspect/resources.ts";
+import { sampleWrites } from "./inspect/sample.ts";
+import { stuckObjects } from "./inspect/stuck.ts";
+import { DEFAULT_WARNING_WINDOW_MS, recentWarnings } from "./inspect/warnings.ts";
+import { note, parseOutputFormat, print, renderJson } from "./output.ts";
+import { UsageError } from "./storage.ts";
+
+/** Default: objects behind their spec for this long are reported. */
+export const DEFAULT_LAG_THRESHOLD = "5m";
+/** Default: objects in deletion for this long are reported. */
+export const DEFAULT_STUCK_THRESHOLD = "10m";
+/** Default length of the write sample for hot loops. */
+export const DEFAULT_SAMPLE = "5s";
+
+export const DOCTOR_USAGE = `Usage: setpoint doctor [flags]
+
+Is the control plane healthy? Checks the apiserver (/livez, /readyz), each
+controller's leader Lease, objects whose status.observedGeneration lags their
+spec, objects stuck in deletion, hot loops (objects written far more often than
+their spec changes), and recent Warning Events. Exit code 0 when healthy, 1 when
+problems are found. See docs/doctor.md.
+
+Flags:
+  --lag-threshold DURATION    report objects behind their spec this long (default ${DEFAULT_LAG_THRESHOLD})
+  --stuck-threshold DURATION  report objects in deletion this long (default ${DEFAULT_STUCK_THRESHOLD})
+  --sample DURATION           watch writes this long to find hot loops; 0 to skip (default ${DEFAULT_SAMPLE})
+  --hot-loop-rate N           excess writes (or reconciles) per second that make a hot loop (default ${DEFAULT_HOT_LOOP_RATE})
+  --warnings-since DURATION   window of recent Warning Events (default ${formatAge(DEFAULT_WARNING_WINDOW_MS)})
+  -o, --output json           machine-readable report
+  --kubeconfig FILE           kubeconfig to use (default $KUBECONFIG, then ~/.kube/config)
+  --context NAME              kubeconfig context to use
+  -h, --help                  this help
+`;
+
+/** Resources listed (and watched) whole; the others as metadata only. */
+function readWhole(r: ServedResource): boolean {
+  if (r.subresources.includes("status")) return true;
+  if (r.plural === "events") return true;
+  return r.group === "" && r.kind === "Namespace";
+}
+
+function isEvent(r: ServedResource): boolean {
+  return r.plural === "events" && (r.group === "" || r.group === "events.k8s.io");
+}
+
+/** Doctor's options, parsed. */
+export interface DoctorOptions {
+  thresholds: DoctorThresholds;
+  sampleMs: number;
+  format: "table" | "json";
+  kubeconfig?: string;
+  context?: string;
+  help: boolean;
+}
+
+/** Parses doctor's flags; throws UsageError (or a parseArgs error) on a mistake. */
+export function parseDoctorArgs(argv: string[]): DoctorOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      "lag-threshold": { type: "string", default: DEFAULT_LAG_THRESHOLD },
+      "stuck-threshold": { type: "string", default: DEFAULT_STUCK_THRESHOLD },
+      sample: { type: "string", default: DEFAULT_SAMPLE },
+      "hot-loop-rate": { type: "string", default: String(DEFAULT_HOT_LOOP_RATE) },
+      "warnings-since": { type: "string", default: formatAge(DEFAULT_WARNING_WINDOW_MS) },
+      output: { type: "string", short: "o" },
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  const rate = Number(values["hot-loop-rate"]);
+  if (!(rate > 0)) {
+    throw new UsageError(
+      `--hot-loop-rate must be a positive number, got ${JSON.stringify(values["hot-loop-rate"])}`,
+    );
+  }
+  return {
+    thresholds: {
+      lagMs: parseDuration(values["lag-threshold"], "--lag-threshold"),
+      stuckMs: parseDuration(values["stuck-threshold"], "--stuck-threshold"),
+      hotLoopRate: rate,
+      warningWindowMs: parseDuration(values["warnings-since"], "--warnings-since"),
+    },
+    sampleMs: parseDuration(values.sample, "--sample"),
+    format: parseOutputFormat(values.output),
+    kubeconfig: values.kubeconfig,
+    context: values.context,
+    help: values.help === true,
+  };
+}
+
+export async function doctor(argv: string[]): Promise<number> {
+  let opts: DoctorOptions;
+  try {
+    opts = parseDoctorArgs(argv);
+  } catch (e) {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      note(`setpoint doctor: ${(e as Error).message}\n\n${DOCTOR_USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+  if (opts.help) {
+    print(DOCTOR_USAGE);
+    return 0;
+  }
+  const { thresholds, sampleMs, format } = opts;
+
+  let conn: ReturnType<typeof connect>;
+  try {
+    conn = connect(opts);
+  } catch (e) {
+    note(`setpoint doctor: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+  try {
+    const started = Date.now();
+    let version: { gitVersion?: string };
+    try {
+      version = await conn.raw.getJson<{ gitVersion?: string }>("/version");
+    } catch (e) {
+      const report = unreachableReport(
+        conn.config.server,
+        e instanceof Error ? e.message : String(e),
+        thresholds,
+        new Date(),
+      );
+      print(format === "json" ? renderJson(report) : renderReport(report));
+      return 1;
+    }
+    const latencyMs = Date.now() - started;
+    const [livez, readyz] = await Promise.all([
+      conn.raw.get("/livez", "text/plain"),
+      conn.raw.get("/readyz?verbose", "text/plain"),
+    ]);
+    const server = {
+      url: conn.config.server,
+      version: version.gitVersion ?? "",
+      livez: { code: livez.code, body: livez.text },
+      readyz: { code: readyz.code, body: readyz.text },
+      latencyMs,
+    };
+
+    const [resources, leaseObjects] = await Promise.all([
+      servedResources(conn.raw),
+      listLeases(conn.client),
+    ]);
+    const listing = await listEverything(conn.client, resources, {
+      metadataOnly: (r) => !readWhole(r),
+    });
+
+    if (sampleMs > 0 && format === "table") note(`Sampling writes for ${formatAge(sampleMs)}...`);
+    const sample =
+      sampleMs > 0
+        ? await sampleWrites(
+            conn.client,
+            listing,
+            sampledForHotLoops,
+            (r) => readsMetadataOnly(r, (x) => !readWhole(x)),
+            sampleMs,
+          )
+        : undefined;
+
+    const now = Date.now();
+    const leases = controllerLeases(leaseObjects, now);
+    const stats = leaseObjects.filter(isControllerLease).map((l) => ({
+      info: leaseInfo(l, now),
+      stats: parseReconcileStats(l.metadata.annotations?.[RECONCILE_STATS_ANNOTATION]),
+    }));
+    const facts: DoctorFacts = {
+      server,
+      leases,
+      deleting: stuckObjects(listing.items, leases, now, 0),
+      lags: generationLags(listing.items, now, thresholds.lagMs),
+      hotLoops: sample ? sample.sampler.hotLoops(sample.windowMs, thresholds.hotLoopRate) : [],
+      hotKeys: reconcileHotKeys(stats, thresholds.hotLoopRate),
+      sampledMs: sample?.windowMs ?? 0,
+      warnings: recentWarnings(
+        listing.items.filter((i) => isEvent(i.resource)).map((i) => i.obj),
+        leases,
+        now,
+        thresholds.warningWindowMs,
+      ),
+      unreadable: [...listing.failures, ...(sample?.failures ?? [])],
+    };
+    const report = diagnose(facts, thresholds, new Date(now));
+    print(format === "json" ? renderJson(report) : renderReport(report));
+    return report.healthy ? 0 : 1;
+  } catch (e) {
+    note(`setpoint doctor: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  } finally {
+    conn.close();
+  }
+}
