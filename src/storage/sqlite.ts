@@ -42,7 +42,6 @@ import {
   prepareStatements,
   type Statements,
 } from "./sqlite/statements.ts";
-import { checkKey, checkRevision, checkValue } from "./sqlite/validate.ts";
 import { BufferedWatch } from "./sqlite/watch.ts";
 import type {
   GetOptions,
@@ -54,6 +53,7 @@ import type {
   WatchEvent,
   WatchOptions,
 } from "./store.ts";
+import { checkKey, checkRevision, checkValue } from "./validate.ts";
 
 export {
   QUICK_CHECK_MAX_BYTES,

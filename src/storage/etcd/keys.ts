@@ -5,28 +5,9 @@
  * Caller keys always start with "/", so one installation's keys all lie in the range
  * of `base + "/"` and never overlap another installation's ("/setpoint2/...").
  */
-import { InvalidKeyError, TooLargeError } from "../errors.ts";
+import { InvalidKeyError } from "../errors.ts";
 import type { KeyValue } from "../store.ts";
-import { MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
 import type { EtcdKeyValue } from "./messages.ts";
-
-/** A UTF-16 surrogate that is not part of a pair (cannot be stored as UTF-8 unchanged). */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Checks a caller key: non-empty, starts with "/", no NUL, well-formed Unicode, at most
- * MAX_KEY_BYTES of UTF-8. Throws InvalidKeyError or TooLargeError.
- */
-export function validateKey(key: string): void {
-  if (typeof key !== "string" || key.length === 0) {
-    throw new InvalidKeyError(String(key ?? ""), "key is empty");
-  }
-  const size = Buffer.byteLength(key, "utf8");
-  if (size > MAX_KEY_BYTES) throw new TooLargeError("key", size, MAX_KEY_BYTES);
-  if (key[0] !== "/") throw new InvalidKeyError(key, 'key must start with "/"');
-  if (key.includes("\0")) throw new InvalidKeyError(key, "key contains a NUL character");
-  if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, "key is not well-formed Unicode");
-}
 
 /**
  * Checks a list or watch prefix is a string. Any string is accepted: "" selects every
@@ -35,31 +16,6 @@ export function validateKey(key: string): void {
 export function validatePrefix(prefix: string): void {
   if (typeof prefix !== "string") {
     throw new InvalidKeyError(String(prefix), "prefix must be a string");
-  }
-}
-
-/**
- * Checks a value (a well-formed string of at most MAX_VALUE_BYTES of UTF-8) and returns
- * it encoded. Throws InvalidKeyError or TooLargeError.
- */
-export function encodeValue(key: string, value: string): Buffer {
-  if (typeof value !== "string") throw new InvalidKeyError(key, "value must be a string");
-  // UTF-8 takes at least one byte per UTF-16 unit: a longer string is over without encoding.
-  if (value.length > MAX_VALUE_BYTES) {
-    throw new TooLargeError("value", value.length, MAX_VALUE_BYTES);
-  }
-  const buf = Buffer.from(value, "utf8");
-  if (buf.length > MAX_VALUE_BYTES) throw new TooLargeError("value", buf.length, MAX_VALUE_BYTES);
-  if (LONE_SURROGATE.test(value)) {
-    throw new InvalidKeyError(key, "value is not well-formed Unicode (lone surrogate)");
-  }
-  return buf;
-}
-
-/** Checks a revision argument: a non-negative safe integer. */
-export function validateRevision(key: string, revision: number, what = "revision"): void {
-  if (!Number.isSafeInteger(revision) || revision < 0) {
-    throw new InvalidKeyError(key, `${what} must be a non-negative integer, got ${revision}`);
   }
 }
 

@@ -66,9 +66,10 @@ import type {
   WatchOptions,
 } from "../store.ts";
 import { DEFAULT_WATCH_BUFFER, MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
+import { checkKey, checkRevision, checkValue } from "../validate.ts";
 import { EtcdClient, EtcdRpcError, isUnavailable } from "./client.ts";
 import { decodeContinue, encodeContinue } from "./continue-token.ts";
-import { encodeValue, KeySpace, validateKey, validatePrefix, validateRevision } from "./keys.ts";
+import { KeySpace, validatePrefix } from "./keys.ts";
 import { type Compare, CompareResult, CompareTarget, type TxnResponse } from "./messages.ts";
 import { EtcdWatch, failedWatch } from "./watch.ts";
 import { WatchFanout } from "./watch-fanout.ts";
@@ -170,9 +171,9 @@ export class EtcdStore implements Store {
 
   async get(key: string, opts: GetOptions = {}): Promise<KeyValue | null> {
     this.checkOpen();
-    validateKey(key);
+    checkKey(key);
     const revision = opts.revision ?? 0;
-    validateRevision(key, revision);
+    checkRevision("revision", revision);
     try {
       const res = await this.client.range({ key: this.keys.encode(key), revision });
       return res.kvs.length > 0 ? this.keys.item(res.kvs[0]) : null;
@@ -186,7 +187,7 @@ export class EtcdStore implements Store {
     validatePrefix(prefix);
     const limit = opts.limit && opts.limit > 0 ? Math.floor(opts.limit) : 0;
     let revision = opts.revision ?? 0;
-    validateRevision(prefix, revision);
+    checkRevision("revision", revision);
     const range = this.keys.range(prefix);
     let start = range.key;
     if (opts.continue) {
@@ -215,8 +216,9 @@ export class EtcdStore implements Store {
 
   async create(key: string, value: string): Promise<number> {
     this.checkOpen();
-    validateKey(key);
-    const v = encodeValue(key, value);
+    checkKey(key);
+    checkValue(key, value);
+    const v = Buffer.from(value, "utf8");
     if (this.pendingStarts.size > 0) await this.settleStarts();
     const k = this.keys.encode(key);
     let res: TxnResponse;
@@ -238,9 +240,10 @@ export class EtcdStore implements Store {
 
   async update(key: string, value: string, expectedRevision: number): Promise<number> {
     this.checkOpen();
-    validateKey(key);
-    validateRevision(key, expectedRevision, "expected revision");
-    const v = encodeValue(key, value);
+    checkKey(key);
+    checkRevision("expected revision", expectedRevision);
+    checkValue(key, value);
+    const v = Buffer.from(value, "utf8");
     if (expectedRevision === 0) throw await this.noMatch(key, expectedRevision);
     if (this.pendingStarts.size > 0) await this.settleStarts();
     const k = this.keys.encode(key);
@@ -260,9 +263,9 @@ export class EtcdStore implements Store {
 
   async delete(key: string, expectedRevision?: number): Promise<number> {
     this.checkOpen();
-    validateKey(key);
+    checkKey(key);
     if (expectedRevision !== undefined) {
-      validateRevision(key, expectedRevision, "expected revision");
+      checkRevision("expected revision", expectedRevision);
       if (expectedRevision === 0) throw await this.noMatch(key, expectedRevision);
     }
     if (this.pendingStarts.size > 0) await this.settleStarts();
@@ -291,7 +294,7 @@ export class EtcdStore implements Store {
     try {
       this.checkOpen();
       validatePrefix(prefix);
-      validateRevision(prefix, fromRevision);
+      checkRevision("revision", fromRevision);
       if (!Number.isSafeInteger(bufferSize) || bufferSize < 1) {
         throw new InvalidKeyError(
           prefix,
@@ -334,7 +337,7 @@ export class EtcdStore implements Store {
 
   async compact(revision: number): Promise<void> {
     this.checkOpen();
-    validateRevision("", revision);
+    checkRevision("revision", revision);
     if (revision === 0) return;
     try {
       await this.client.compact({ revision, physical: this.physicalCompaction });

@@ -1,5 +1,6 @@
-import { InvalidKeyError, TooLargeError } from "../errors.ts";
-import { MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
+/** Input checks of the Store contract, shared by every backend. */
+import { InvalidKeyError, TooLargeError } from "./errors.ts";
+import { MAX_KEY_BYTES, MAX_VALUE_BYTES } from "./store.ts";
 
 /** A UTF-16 surrogate that is not part of a pair (cannot be stored as UTF-8). */
 const LONE_SURROGATE = /\p{Cs}/u;
