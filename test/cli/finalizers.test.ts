@@ -1,0 +1,355 @@
+/**
+ * `setpoint finalizers` as a user runs it (`node bin/setpoint.mjs ...`) against a
+ * real apiserver: objects stuck in deletion found across built-in and custom
+ * kinds, a finalizer declared by a live controller (a runtime Manager with
+ * leader election, started here) told from an abandoned one, clearing refused
+ * without a terminal and without --yes, clearing with --yes (the object then
+ * gone, a FinalizerCleared Event recorded), a concurrent change not clobbered,
+ * and a Namespace's spec finalizer cleared through /finalize.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
+import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
+import { silentLogger } from "../../src/runtime/log.ts";
+import { Manager } from "../../src/runtime/manager.ts";
+import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { eventually, runCli, WIDGET, widget, widgetCrd } from "./helpers.ts";
+
+/** Several CLI runs on a loaded 2-core machine. */
+const TEST_TIMEOUT_MS = 60_000;
+const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;
+const LEASE_ID = "widget-controller";
+const HANDLED = "example.com/cleanup";
+const ABANDONED = "example.com/left-behind";
+
+let env: TestEnv;
+let mgr: Manager;
+let seq = 0;
+
+async function namespace(): Promise<string> {
+  const name = `f${++seq}-${Date.now().toString(36)}`;
+  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  return name;
+}
+
+async function events(ns: string): Promise<KubeObject[]> {
+  return (await env.client.list<KubeObject>({ apiVersion: "v1", kind: "Event" }, { namespace: ns }))
+    .items;
+}
+
+beforeAll(async () => {
+  env = await startTestEnv({ crds: [widgetCrd()] });
+  // A controller that declares HANDLED but is slow to clean up: it never removes it.
+  mgr = new Manager({
+    client: env.client,
+    logger: silentLogger(),
+    identity: "pod-a",
+    leaderElection: { id: LEASE_ID, namespace: "kube-system" },
+  });
+  mgr
+    .controller("widgets")
+    .for(WIDGET)
+    .withOptions({ finalizers: [HANDLED] })
+    .complete(async () => {});
+  await mgr.start();
+  await mgr.elected();
+}, 60_000);
+
+afterAll(async () => {
+  await mgr?.stop();
+  await env?.stop();
+});
+
+describe("setpoint finalizers list", () => {
+  it(
+    "finds stuck objects of built-in and custom kinds, handled or abandoned",
+    async () => {
+      const ns = await namespace();
+      await env.client.create(widget("w1", ns, { finalizers: [HANDLED, ABANDONED] }));
+      await env.client.delete(WIDGET, "w1", ns);
+      await env.client.create({
+        ...CM,
+        metadata: { name: "c1", namespace: ns, finalizers: [ABANDONED] },
+      });
+      await env.client.delete(CM, "c1", ns);
+      await env.client.create({
+        ...CM,
+        metadata: { name: "alive", namespace: ns, finalizers: [ABANDONED] },
+      });
+
+      const r = await runCli(["finalizers", "list", "-n", ns, "--kubeconfig", env.kubeconfigPath]);
+      expect(r.code, r.stderr).toBe(0);
+      const lines = r.stdout.split("\n");
+      expect(lines[0]).toMatch(/^KIND\s+NAMESPACE\/NAME\s+AGE\s+FINALIZERS$/);
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `Widget\\.example\\.com\\s+${ns}/w1\\s+\\d+(ms|s)\\s+${HANDLED} \\(handled by ${LEASE_ID}, leader pod-a, renewed \\d+(ms|s) ago\\)`,
+        ),
+      );
+      expect(r.stdout).toContain(`${ABANDONED} (ABANDONED: no live controller declares it)`);
+      expect(r.stdout).toMatch(new RegExp(`ConfigMap\\s+${ns}/c1\\s`));
+      expect(r.stdout).not.toContain("alive");
+
+      const j = await runCli([
+        "finalizers",
+        "list",
+        "-n",
+        ns,
+        "-o",
+        "json",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(j.code, j.stderr).toBe(0);
+      const doc = JSON.parse(j.stdout) as {
+        items: {
+          kind: string;
+          name: string;
+          finalizers: {
+            finalizer: string;
+            state: string;
+            handlers: { lease: string; holder: string }[];
+          }[];
+        }[];
+      };
+      const byName = new Map(doc.items.map((i) => [i.name, i]));
+      expect([...byName.keys()].sort()).toEqual(["c1", "w1"]);
+      expect(byName.get("w1")?.finalizers.map((f) => [f.finalizer, f.state])).toEqual([
+        [HANDLED, "handled"],
+        [ABANDONED, "abandoned"],
+      ]);
+      expect(byName.get("w1")?.finalizers[0].handlers).toMatchObject([
+        { lease: LEASE_ID, holder: "pod-a" },
+      ]);
+      expect(byName.get("c1")?.finalizers.map((f) => f.state)).toEqual(["abandoned"]);
+
+      const old = await runCli([
+        "finalizers",
+        "list",
+        "-n",
+        ns,
+        "--older-than",
+        "1h",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(old.code, old.stderr).toBe(0);
+      expect(old.stdout).toBe("No object has been in deletion for 1h or longer.\n");
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it("rejects bad flags with exit code 2", async () => {
+    const r = await runCli([
+      "finalizers",
+      "list",
+      "--older-than",
+      "soon",
+      "--kubeconfig",
+      env.kubeconfigPath,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--older-than must be a duration");
+  });
+});
+
+describe("setpoint finalizers clear", () => {
+  it(
+    "refuses without a terminal and without --yes, changing nothing",
+    async () => {
+      const ns = await namespace();
+      await env.client.create(widget("w", ns, { finalizers: [ABANDONED] }));
+      await env.client.delete(WIDGET, "w", ns);
+      const r = await runCli([
+        "finalizers",
+        "clear",
+        "widgets.example.com/w",
+        "-n",
+        ns,
+        "--finalizer",
+        ABANDONED,
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("stdin is not a terminal; pass --yes");
+      // It showed what it would have done.
+      expect(r.stdout).toContain(
+        `Removing:    ${ABANDONED} (ABANDONED: no live controller declares it)`,
+      );
+      expect(r.stdout).toContain("the object is DELETED from the API at once");
+      const still = await env.client.get<KubeObject>(WIDGET, "w", ns);
+      expect(still.metadata.finalizers).toEqual([ABANDONED]);
+      expect((await events(ns)).filter((e) => e.reason === "FinalizerCleared")).toEqual([]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "removes an abandoned finalizer, keeps the others, and records who did it",
+    async () => {
+      const ns = await namespace();
+      await env.client.create(widget("w", ns, { finalizers: [HANDLED, ABANDONED] }));
+      await env.client.delete(WIDGET, "w", ns);
+      const r = await runCli(
+        [
+          "finalizers",
+          "clear",
+          "wd/w",
+          "-n",
+          ns,
+          "--finalizer",
+          ABANDONED,
+          "--yes",
+          "--kubeconfig",
+          env.kubeconfigPath,
+        ],
+        { user: "alice" },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(
+        `Afterwards:  the object waits on the remaining finalizers: ${HANDLED}`,
+      );
+      expect(r.stdout).toContain(
+        `Removed ${ABANDONED}; Widget.example.com ${ns}/w still has: ${HANDLED}.`,
+      );
+      expect(r.stderr).not.toContain("LIVE controller");
+      const after = await env.client.get<KubeObject>(WIDGET, "w", ns);
+      expect(after.metadata.finalizers).toEqual([HANDLED]);
+      const recorded = (await events(ns)).filter((e) => e.reason === "FinalizerCleared");
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0].message).toBe(
+        `Finalizer ${ABANDONED} removed by kubeconfig user setpoint, local user alice with "setpoint finalizers clear" (it was declared by no live controller)`,
+      );
+      expect(recorded[0].involvedObject).toMatchObject({
+        apiVersion: "example.com/v1",
+        kind: "Widget",
+        name: "w",
+        namespace: ns,
+        uid: after.metadata.uid,
+      });
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "warns loudly when a live controller declares the finalizer, and the object goes with its last one",
+    async () => {
+      const ns = await namespace();
+      const created = await env.client.create(widget("w", ns, { finalizers: [HANDLED] }));
+      await env.client.delete(WIDGET, "w", ns);
+      const r = await runCli([
+        "finalizers",
+        "clear",
+        "Widget/w",
+        "-n",
+        ns,
+        "--finalizer",
+        HANDLED,
+        "--yes",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(
+        `WARNING: ${HANDLED} is declared by a LIVE controller (${LEASE_ID}, leader pod-a)`,
+      );
+      expect(r.stderr).toContain("is NOT cleaned up");
+      expect(r.stdout).toContain(`Removed ${HANDLED}; Widget.example.com ${ns}/w is gone.`);
+      const gone = await env.client.get(WIDGET, "w", ns).catch((e: unknown) => e);
+      expect(isNotFound(gone)).toBe(true);
+      const recorded = (await events(ns)).filter((e) => e.reason === "FinalizerCleared");
+      expect(recorded.map((e) => (e.involvedObject as { uid: string }).uid)).toEqual([
+        created.metadata.uid,
+      ]);
+      expect(recorded[0].message).toContain(`declared by the live controller ${LEASE_ID}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "clears a Namespace's spec finalizer through /finalize",
+    async () => {
+      const ns = await namespace();
+      await env.client.delete({ apiVersion: "v1", kind: "Namespace" }, ns);
+      const list = await runCli(["finalizers", "list", "--kubeconfig", env.kubeconfigPath]);
+      expect(list.stdout).toMatch(
+        new RegExp(
+          `Namespace\\s+${ns}\\s+\\S+\\s+kubernetes \\[spec.finalizers\\] \\(built-in: namespace controller\\)`,
+        ),
+      );
+      const r = await runCli([
+        "finalizers",
+        "clear",
+        "ns",
+        ns,
+        "--finalizer",
+        "kubernetes",
+        "-y",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`Namespace ${ns} is gone.`);
+      await eventually(async () =>
+        isNotFound(
+          await env.client
+            .get({ apiVersion: "v1", kind: "Namespace" }, ns)
+            .catch((e: unknown) => e),
+        ),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "says what is there when the finalizer is not, and exits 1",
+    async () => {
+      const ns = await namespace();
+      await env.client.create({
+        ...CM,
+        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
+      });
+      const r = await runCli([
+        "finalizers",
+        "clear",
+        "cm/c",
+        "-n",
+        ns,
+        "--finalizer",
+        "x.io/nope",
+        "--yes",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(
+        `ConfigMap ${ns}/c has no finalizer x.io/nope; its finalizers: ${ABANDONED}`,
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it("does not clobber a concurrent change to the finalizers (the patch's test fails)", async () => {
+    const ns = await namespace();
+    await env.client.create({
+      ...CM,
+      metadata: { name: "c", namespace: ns, finalizers: ["a.io/one", "b.io/two"] },
+    });
+    await env.client.delete(CM, "c", ns);
+    const read = await env.client.get<KubeObject>(CM, "c", ns);
+    const plan = planClear(read, "b.io/two")!;
+    // Meanwhile a controller removes the other finalizer.
+    await env.client.patch(CM, "c", ns, [{ op: "remove", path: "/metadata/finalizers/0" }], {
+      type: "json",
+    });
+    const err = await env.client
+      .patch(CM, "c", ns, clearPatch(read, plan), { type: "json" })
+      .catch((e: unknown) => e);
+    expect(isInvalid(err)).toBe(true);
+    expect((await env.client.get<KubeObject>(CM, "c", ns)).metadata.finalizers).toEqual([
+      "b.io/two",
+    ]);
+  });
+});
