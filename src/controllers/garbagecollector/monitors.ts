@@ -1,0 +1,162 @@
+/**
+ * One metadata-only informer per monitored resource, started and stopped as
+ * discovery finds resources served or gone. Objects are reduced to what the
+ * graph needs (identity, ownerReferences, finalizers, deletionTimestamp), so a
+ * monitor costs little memory per object, and every change reaches the sink.
+ */
+import type { KubeObject, ObjectMeta } from "../../api/meta.ts";
+import { type Client, Informer, type Logger } from "../../runtime/index.ts";
+import { groupKind, groupResource, type ServedResource } from "../discovery.ts";
+import type { GraphNode } from "./graph.ts";
+
+/** One monitored resource. */
+export interface Monitor {
+  readonly key: string;
+  readonly resource: ServedResource;
+  readonly informer: Informer<KubeObject>;
+  readonly abort: AbortController;
+  /** When it was started (ms since the epoch). */
+  readonly startedAt: number;
+}
+
+/** Receives every change the monitors see. */
+export interface MonitorSink {
+  added(node: GraphNode, initial: boolean): void;
+  updated(node: GraphNode): void;
+  deleted(node: GraphNode): void;
+  /** A monitor completed its first list. */
+  synced(monitor: Monitor): void;
+}
+
+/** The metadata the collector keeps of an object. */
+export function reduceToMetadata(o: KubeObject): KubeObject {
+  const m = o.metadata ?? {};
+  const meta: ObjectMeta = { name: m.name, uid: m.uid, resourceVersion: m.resourceVersion };
+  if (m.namespace) meta.namespace = m.namespace;
+  if (m.ownerReferences?.length) meta.ownerReferences = m.ownerReferences;
+  if (m.finalizers?.length) meta.finalizers = m.finalizers;
+  if (m.deletionTimestamp) meta.deletionTimestamp = m.deletionTimestamp;
+  return { apiVersion: o.apiVersion, kind: o.kind, metadata: meta };
+}
+
+/** The graph node of an object read from `resource`'s monitor. */
+export function toNode(o: KubeObject, resource: ServedResource): GraphNode {
+  const m = o.metadata;
+  return {
+    uid: m.uid ?? "",
+    apiVersion: resource.apiVersion,
+    group: resource.group,
+    kind: resource.kind,
+    namespace: m.namespace ?? "",
+    name: m.name ?? "",
+    resourceVersion: m.resourceVersion ?? "",
+    owners: m.ownerReferences ?? [],
+    deleting: Boolean(m.deletionTimestamp),
+    finalizers: m.finalizers ?? [],
+    resource: groupResource(resource),
+  };
+}
+
+export class Monitors {
+  private readonly byResource = new Map<string, Monitor>();
+  private readonly byKind = new Map<string, Monitor>();
+  private parent: AbortSignal | undefined;
+
+  constructor(
+    private readonly client: Client,
+    private readonly sink: MonitorSink,
+    private readonly log: Logger,
+  ) {}
+
+  /** The monitor of a kind (any version), if it is monitored. */
+  forKind(group: string, kind: string): Monitor | undefined {
+    return this.byKind.get(groupKind(group, kind));
+  }
+
+  /** The monitor of a resource key ("configmaps", "widgets.example.com"). */
+  get(key: string): Monitor | undefined {
+    return this.byResource.get(key);
+  }
+
+  all(): Monitor[] {
+    return [...this.byResource.values()];
+  }
+
+  /** Keys of the monitors that have not completed their first list. */
+  unsynced(): string[] {
+    return this.all()
+      .filter((m) => !m.informer.hasSynced())
+      .map((m) => m.key);
+  }
+
+  /**
+   * Makes the monitors match `wanted`: starts new ones (and ones whose version
+   * changed), stops those no longer wanted unless their key is in `keep` (a
+   * group whose discovery failed this time). Returns what changed.
+   */
+  apply(
+    wanted: ServedResource[],
+    keep: ReadonlySet<string>,
+    signal: AbortSignal,
+  ): { started: Monitor[]; stopped: Monitor[] } {
+    if (this.parent !== signal) {
+      this.parent = signal;
+      signal.addEventListener("abort", () => this.stopAll(), { once: true });
+    }
+    const started: Monitor[] = [];
+    const stopped: Monitor[] = [];
+    const want = new Map(wanted.map((r) => [groupResource(r), r]));
+    for (const [key, m] of this.byResource) {
+      const w = want.get(key);
+      if (w && w.apiVersion === m.resource.apiVersion && w.kind === m.resource.kind) continue;
+      if (!w && keep.has(key)) continue;
+      this.stop(m);
+      stopped.push(m);
+    }
+    for (const [key, r] of want) {
+      if (this.byResource.has(key)) continue;
+      if (signal.aborted) break;
+      started.push(this.start(key, r));
+    }
+    return { started, stopped };
+  }
+
+  /** Stops every monitor. */
+  stopAll(): void {
+    for (const m of this.all()) this.stop(m);
+  }
+
+  private start(key: string, resource: ServedResource): Monitor {
+    const informer = new Informer<KubeObject>(
+      this.client,
+      { apiVersion: resource.apiVersion, kind: resource.kind },
+      { metadataOnly: true, transform: reduceToMetadata, logger: this.log },
+    );
+    const abort = new AbortController();
+    const monitor: Monitor = { key, resource, informer, abort, startedAt: Date.now() };
+    this.byResource.set(key, monitor);
+    this.byKind.set(groupKind(resource.group, resource.kind), monitor);
+    informer.addEventHandler({
+      onAdd: (o, initial) => this.sink.added(toNode(o, resource), initial),
+      onUpdate: (_old, o, resync) => {
+        if (!resync) this.sink.updated(toNode(o, resource));
+      },
+      onDelete: (o) => this.sink.deleted(toNode(o, resource)),
+    });
+    informer.start(abort.signal);
+    informer.waitForSync(abort.signal).then(
+      () => this.sink.synced(monitor),
+      () => undefined,
+    );
+    this.log.debug({ resource: key, apiVersion: resource.apiVersion }, "monitoring resource");
+    return monitor;
+  }
+
+  private stop(m: Monitor): void {
+    m.abort.abort();
+    if (this.byResource.get(m.key) === m) this.byResource.delete(m.key);
+    const gk = groupKind(m.resource.group, m.resource.kind);
+    if (this.byKind.get(gk) === m) this.byKind.delete(gk);
+    this.log.debug({ resource: m.key }, "stopped monitoring resource");
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Setpoint's built-in controllers, by name, and the controller manager that
+ * runs them:
+ *
+ * - `garbage-collector`: deletes objects whose owners are gone; carries out
+ *   Foreground and Orphan deletion (./garbagecollector/collector.ts);
+ * - `namespace`: empties a namespace being deleted, then finalizes it
+ *   (./namespace.ts);
+ * - `event-ttl`: deletes Events once they are older than the TTL (./eventttl.ts).
+ *
+ * Each is an ordinary client of the API (the runtime's Manager, informers and
+ * work queues over HTTP) and can be switched off by name.
+ *
+ * ```ts
+ * const cm = createControllerManager({
+ *   restConfig: loadKubeconfig({ path }),
+ *   disabled: ["event-ttl"],
+ *   leaderElection: true,
+ * });
+ * await cm.run(signal);
+ * ```
+ */
+import type { Logger } from "../runtime/index.ts";
+import type { BuiltinController } from "./builtin.ts";
+import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./eventttl.ts";
+import {
+  GARBAGE_COLLECTOR,
+  GarbageCollector,
+  type GarbageCollectorOptions,
+} from "./garbagecollector/collector.ts";
+import { ControllerManager, type ControllerManagerOptions } from "./manager.ts";
+import {
+  NAMESPACE_CONTROLLER,
+  NamespaceController,
+  type NamespaceControllerOptions,
+} from "./namespace.ts";
+
+export type { BuiltinController } from "./builtin.ts";
+export {
+  DEFAULT_EVENT_TTL_MS,
+  EVENT_TTL_CONTROLLER,
+  EventTtlController,
+  type EventTtlOptions,
+} from "./eventttl.ts";
+export {
+  GARBAGE_COLLECTOR,
+  GarbageCollector,
+  type GarbageCollectorOptions,
+} from "./garbagecollector/collector.ts";
+export {
+  CONTROLLER_MANAGER_LEASE,
+  CONTROLLER_MANAGER_LEASE_NAMESPACE,
+  ControllerManager,
+  type ControllerManagerOptions,
+} from "./manager.ts";
+export {
+  NAMESPACE_CONDITION_TYPES,
+  NAMESPACE_CONTROLLER,
+  NamespaceController,
+  type NamespaceControllerOptions,
+} from "./namespace.ts";
+
+/** Settings of every built-in controller. */
+export interface BuiltinOptions {
+  gc?: GarbageCollectorOptions;
+  namespace?: NamespaceControllerOptions;
+  eventTtl?: EventTtlOptions;
+  logger?: Logger;
+}
+
+/** The built-in controllers, by name, in the order they are set up. */
+export const BUILTIN_CONTROLLERS: Readonly<
+  Record<string, (opts: BuiltinOptions) => BuiltinController>
+> = {
+  [GARBAGE_COLLECTOR]: (o) => new GarbageCollector({ logger: o.logger, ...o.gc }),
+  [NAMESPACE_CONTROLLER]: (o) => new NamespaceController(o.namespace),
+  [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
+};
+
+/** Names of the built-in controllers. */
+export const BUILTIN_CONTROLLER_NAMES: readonly string[] = Object.keys(BUILTIN_CONTROLLERS);
+
+/** A controller name that is not a built-in controller's. */
+export class UnknownControllerError extends Error {
+  override name = "UnknownControllerError";
+}
+
+/** Checks controller names (e.g. from `--disable`); throws UnknownControllerError naming the known ones. */
+export function checkControllerNames(names: readonly string[]): void {
+  const unknown = names.filter((n) => !BUILTIN_CONTROLLER_NAMES.includes(n));
+  if (unknown.length > 0) {
+    throw new UnknownControllerError(
+      `unknown controller${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => JSON.stringify(n)).join(", ")}; the built-in controllers are ${BUILTIN_CONTROLLER_NAMES.join(", ")}`,
+    );
+  }
+}
+
+export interface CreateControllerManagerOptions extends ControllerManagerOptions, BuiltinOptions {
+  /** Built-in controllers not to run, by name. */
+  disabled?: readonly string[];
+}
+
+/** A controller manager running every built-in controller except the disabled ones. */
+export function createControllerManager(
+  opts: CreateControllerManagerOptions = {},
+): ControllerManager {
+  const disabled = opts.disabled ?? [];
+  checkControllerNames(disabled);
+  const controllers = BUILTIN_CONTROLLER_NAMES.filter((n) => !disabled.includes(n)).map((n) =>
+    BUILTIN_CONTROLLERS[n](opts),
+  );
+  return new ControllerManager(opts, controllers);
+}

@@ -1,0 +1,109 @@
+/**
+ * The controller manager: the built-in controllers in one runtime Manager,
+ * with leader election on a Lease in kube-system (only the leader's loops act;
+ * a standby keeps its caches warm), `/metrics`, `/healthz` and `/readyz`.
+ * Every controller is an ordinary client of the API server.
+ */
+import {
+  type Client,
+  type LeaderElectionOptions,
+  type Logger,
+  Manager,
+  type RestConfig,
+  silentLogger,
+} from "../runtime/index.ts";
+import type { BuiltinController } from "./builtin.ts";
+
+/** The Lease the controller managers of one control plane compete for. */
+export const CONTROLLER_MANAGER_LEASE = "setpoint-controller-manager";
+/** Where that Lease lives. */
+export const CONTROLLER_MANAGER_LEASE_NAMESPACE = "kube-system";
+
+export interface ControllerManagerOptions {
+  /** The client to use; or `restConfig` to build one. */
+  client?: Client;
+  restConfig?: RestConfig;
+  /**
+   * Campaign for the controller managers' Lease and act only while holding it
+   * (`true`: the default Lease and timings; an object overrides them).
+   */
+  leaderElection?: boolean | Partial<LeaderElectionOptions>;
+  /** Where to serve /metrics ("host:port", ":port", 0 for a free port). */
+  metricsAddr?: string | number;
+  /** Where to serve /healthz and /readyz. */
+  healthAddr?: string | number;
+  /** Unique per process (the runtime's default: hostname and a UUID). */
+  identity?: string;
+  gracefulShutdownTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export class ControllerManager {
+  readonly manager: Manager;
+  readonly controllers: readonly BuiltinController[];
+  private readonly background = new AbortController();
+  private readonly ownsClient: boolean;
+
+  constructor(opts: ControllerManagerOptions, controllers: readonly BuiltinController[]) {
+    const le = opts.leaderElection;
+    const leaderElection: LeaderElectionOptions | undefined = le
+      ? {
+          id: CONTROLLER_MANAGER_LEASE,
+          namespace: CONTROLLER_MANAGER_LEASE_NAMESPACE,
+          ...(typeof le === "object" ? le : {}),
+        }
+      : undefined;
+    this.manager = new Manager({
+      client: opts.client,
+      restConfig: opts.restConfig,
+      identity: opts.identity,
+      leaderElection,
+      metricsAddr: opts.metricsAddr,
+      healthAddr: opts.healthAddr,
+      gracefulShutdownTimeoutMs: opts.gracefulShutdownTimeoutMs,
+      logger: opts.logger ?? silentLogger(),
+    });
+    this.ownsClient = opts.client === undefined;
+    this.controllers = controllers;
+    for (const c of controllers) c.setup(this.manager);
+  }
+
+  /** Names of the controllers this manager runs. */
+  get names(): string[] {
+    return this.controllers.map((c) => c.name);
+  }
+
+  /**
+   * Starts the controllers' own parts and the manager; resolves once the
+   * manager's caches have synced (leadership may come later). Aborting `signal`
+   * shuts down like `stop()`.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    signal?.addEventListener("abort", () => void this.stop(), { once: true });
+    for (const c of this.controllers) c.start?.(this.background.signal);
+    try {
+      await this.manager.start(signal);
+    } catch (e) {
+      this.background.abort();
+      throw e;
+    }
+  }
+
+  /** Starts, then waits until stopped. */
+  async run(signal?: AbortSignal): Promise<void> {
+    await this.start(signal);
+    await this.manager.done;
+  }
+
+  /** Stops reconciling (draining), releases the Lease, stops informers and servers. */
+  async stop(): Promise<void> {
+    await this.manager.stop();
+    this.background.abort();
+    if (this.ownsClient) this.manager.client.close();
+  }
+
+  /** Resolves when the manager has stopped. */
+  get done(): Promise<void> {
+    return this.manager.done;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Shared pieces of the built-in controller tests: a real apiserver (startTestEnv:
+ * in-process, over HTTP), controller managers with short intervals, objects with
+ * owner references, and polling for an expected state.
+ */
+import type { KubeObject, OwnerReference } from "../../src/api/meta.ts";
+import {
+  type CreateControllerManagerOptions,
+  createControllerManager,
+} from "../../src/controllers/index.ts";
+import type { ControllerManager } from "../../src/controllers/manager.ts";
+import { type Client, isNotFound, silentLogger } from "../../src/runtime/index.ts";
+
+export const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;
+export const SECRET = { apiVersion: "v1", kind: "Secret" } as const;
+export const NS = { apiVersion: "v1", kind: "Namespace" } as const;
+export const EVENT = { apiVersion: "v1", kind: "Event" } as const;
+
+/** Polls `fn` until it returns a truthy value (returned) or `timeoutMs` passes (throws). */
+export async function eventually<T>(
+  fn: () => T | Promise<T>,
+  what = "condition",
+  timeoutMs = 20_000,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let seq = 0;
+
+/** A fresh namespace for one test. */
+export async function freshNamespace(client: Client, prefix = "t"): Promise<string> {
+  const name = `${prefix}-${process.pid}-${++seq}`;
+  await client.create({ ...NS, metadata: { name } });
+  return name;
+}
+
+/** An owner reference to `owner`. */
+export function refTo(owner: KubeObject, extra: Partial<OwnerReference> = {}): OwnerReference {
+  return {
+    apiVersion: owner.apiVersion ?? "",
+    kind: owner.kind ?? "",
+    name: owner.metadata.name ?? "",
+    uid: owner.metadata.uid ?? "",
+    ...extra,
+  };
+}
+
+/** Creates a ConfigMap, optionally owned, with optional finalizers. */
+export function configMap(
+  client: Client,
+  namespace: string,
+  name: string,
+  opts: { owners?: OwnerReference[]; finalizers?: string[] } = {},
+): Promise<KubeObject> {
+  const metadata: KubeObject["metadata"] = { name, namespace };
+  if (opts.owners) metadata.ownerReferences = opts.owners;
+  if (opts.finalizers) metadata.finalizers = opts.finalizers;
+  return client.create({ ...CM, metadata, data: { k: name } });
+}
+
+/** The object, or undefined when it does not exist. */
+export async function find(
+  client: Client,
+  type: { apiVersion: string; kind: string },
+  name: string,
+  namespace?: string,
+): Promise<KubeObject | undefined> {
+  try {
+    return await client.get<KubeObject>(type, name, namespace);
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
+/** Whether the object is gone. */
+export async function gone(
+  client: Client,
+  type: { apiVersion: string; kind: string },
+  name: string,
+  namespace?: string,
+): Promise<boolean> {
+  return (await find(client, type, name, namespace)) === undefined;
+}
+
+/** Removes every finalizer from an object. */
+export async function clearFinalizers(
+  client: Client,
+  type: { apiVersion: string; kind: string },
+  name: string,
+  namespace?: string,
+): Promise<void> {
+  await client.patch(type, name, namespace, { metadata: { finalizers: null } }, { type: "merge" });
+}
+
+/** A controller manager with short intervals and a silent logger; started. */
+export async function startControllers(
+  opts: CreateControllerManagerOptions,
+): Promise<ControllerManager> {
+  const cm = createControllerManager({
+    logger: silentLogger(),
+    gracefulShutdownTimeoutMs: 2_000,
+    ...opts,
+    gc: { discoveryIntervalMs: 1_000, ...opts.gc },
+    namespace: { contentRetryBaseMs: 50, contentRetryMaxMs: 400, ...opts.namespace },
+  });
+  await cm.start();
+  return cm;
+}
