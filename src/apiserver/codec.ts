@@ -10,9 +10,18 @@ import type { ResourceDefinition } from "../registry/types.ts";
 import { storageVersion } from "../registry/types.ts";
 import type { KeyValue } from "../storage/store.ts";
 
-/** An object read from storage, with its resourceVersion set to the item's modRevision. */
-export function decodeStored(kv: Pick<KeyValue, "value" | "modRevision">): KubeObject {
-  return withResourceVersion(parseStored(kv.value), kv.modRevision);
+/**
+ * An object read from storage, with its resourceVersion set to the item's
+ * modRevision, completed by its type's read hook (a custom resource's schema
+ * defaults) when `def` is given.
+ */
+export function decodeStored(
+  kv: Pick<KeyValue, "value" | "modRevision">,
+  def?: Pick<ResourceDefinition, "strategy">,
+): KubeObject {
+  const obj = withResourceVersion(parseStored(kv.value), kv.modRevision);
+  def?.strategy.onRead?.(obj);
+  return obj;
 }
 
 /** Parses a stored value; a value that is not an object is an internal error. */

@@ -166,7 +166,7 @@ export async function deleteCollection(scope: RequestScope): Promise<void> {
         ...(token ? { continue: token } : {}),
       });
       for (const kv of page.items) {
-        const obj = decodeStored(kv);
+        const obj = decodeStored(kv, scope.def);
         const fields = fieldValues(scope.def, obj);
         if (!matchesLabels(opts.labelSelector, obj.metadata.labels)) continue;
         if (!matchesFields(opts.fieldSelector, (f) => fields[f])) continue;

@@ -28,5 +28,5 @@ export async function getResource(scope: RequestScope): Promise<void> {
     throw statusFromStorage(err, scope.subject);
   }
   if (!kv) throw errors.notFound(scope.subject);
-  respondObject(scope, 200, decodeStored(kv));
+  respondObject(scope, 200, decodeStored(kv, scope.def));
 }

@@ -113,7 +113,7 @@ export async function listFromStorage(
         }
         consumed++;
         lastKey = kv.key;
-        const obj = decodeStored(kv);
+        const obj = decodeStored(kv, scope.def);
         if (objectMatches(filter, scope.def, obj)) items.push(obj);
       }
       const passedStart = after !== undefined && page.items.some((kv) => kv.key > after!);

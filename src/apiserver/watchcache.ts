@@ -178,7 +178,7 @@ export class WatchCache {
   rev = 0;
   /** Every event with a revision above this is in the window. */
   oldestRev = 0;
-  readonly #entries = new Map<string, CacheEntry>();
+  #entries = new Map<string, CacheEntry>();
   readonly #window: EventWindow;
   readonly #watchers = new Set<CacheWatcher>();
   #storageWatch: Watch | null = null;
@@ -189,6 +189,8 @@ export class WatchCache {
   #rejectReady!: (err: unknown) => void;
   #flushScheduled = false;
   #loop: Promise<void> | null = null;
+  /** Set when the objects must be read again (see reload()). */
+  #reloadWanted = false;
   /** Waiters for the cache to reach a revision. */
   #waiters: { rev: number; resolve: () => void }[] = [];
 
@@ -300,6 +302,8 @@ export class WatchCache {
   /** Builds an entry from a stored value. */
   makeEntry(key: string, value: string, rev: number): CacheEntry {
     const obj = withResourceVersion(parseStored(value), rev);
+    // Once per stored value: every reader and watcher shares the completed object.
+    this.def.strategy.onRead?.(obj);
     return {
       key,
       rev,
@@ -311,9 +315,22 @@ export class WatchCache {
     };
   }
 
+  /**
+   * Reads every object again from storage, because how stored objects are read
+   * changed (the type's read hook, e.g. a CRD's defaults): the current state is
+   * re-listed and swapped in when complete, the event window starts afresh, and
+   * client watches end (they re-watch, and re-list when told 410), as Kubernetes
+   * ends the watches of a custom resource whose definition changed.
+   */
+  reload(): void {
+    if (this.#stopped || !this.#loop) return;
+    this.#reloadWanted = true;
+    this.#storageWatch?.cancel();
+  }
+
   async #prime(): Promise<void> {
-    this.#entries.clear();
-    this.#window.clear();
+    // Built aside and swapped in whole: reads keep the previous state meanwhile.
+    const entries = new Map<string, CacheEntry>();
     let token: string | undefined;
     let revision = 0;
     do {
@@ -324,13 +341,15 @@ export class WatchCache {
       revision = page.revision;
       for (const kv of page.items) {
         try {
-          this.#entries.set(kv.key, this.makeEntry(kv.key, kv.value, kv.modRevision));
+          entries.set(kv.key, this.makeEntry(kv.key, kv.value, kv.modRevision));
         } catch (err) {
           this.logger?.error({ err, key: kv.key }, "watch cache skipped an unreadable object");
         }
       }
       token = page.continue;
     } while (token && !this.#stopped);
+    this.#entries = entries;
+    this.#window.clear();
     this.rev = revision;
     this.oldestRev = revision;
   }
@@ -353,6 +372,19 @@ export class WatchCache {
     this.#ready = true;
     this.#resolveReady();
     while (!this.#stopped) {
+      if (this.#reloadWanted) {
+        this.#reloadWanted = false;
+        this.#terminateWatchers();
+        try {
+          await this.#prime();
+        } catch (err) {
+          if (this.#stopped || err instanceof ClosedError) return;
+          this.logger?.warn({ err, prefix: this.prefix }, "watch cache re-listing failed");
+          this.#reloadWanted = true;
+          await sleep(this.limits.watchRestartDelayMs);
+          continue;
+        }
+      }
       let w: Watch;
       try {
         w = this.store.watch(this.prefix, this.rev, { bufferSize: CACHE_STORAGE_WATCH_BUFFER });
@@ -366,10 +398,12 @@ export class WatchCache {
       try {
         for await (const ev of w) this.#apply(ev);
         if (this.#stopped) return;
+        if (this.#reloadWanted) continue;
         // The iteration ended without an error: the store closed or cancelled us.
         await sleep(this.limits.watchRestartDelayMs);
       } catch (err) {
         if (this.#stopped || err instanceof ClosedError) return;
+        if (this.#reloadWanted) continue;
         if (err instanceof CompactedError) {
           this.logger?.warn(
             { prefix: this.prefix },

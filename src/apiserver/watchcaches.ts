@@ -37,8 +37,12 @@ export class WatchCacheSet {
       cache = new WatchCache(this.store, def, this.limits, this.logger);
       this.#caches.set(prefix, cache);
       if (!this.#closed) cache.start();
-    } else if (cache.def !== def) {
+    } else if (cache.def !== def && this.registry.get(def.group, def.names.plural) === def) {
+      // Only the registry's current definition replaces the cache's (a request may
+      // still hold the one it looked up before a change).
+      const reread = cache.def.strategy.onRead !== def.strategy.onRead;
       cache.def = def;
+      if (reread) cache.reload();
     }
     return cache;
   }

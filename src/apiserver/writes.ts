@@ -73,7 +73,7 @@ export async function guaranteedUpdate(
     } catch (err) {
       throw statusFromStorage(err, scope.subject);
     }
-    const current = kv ? decodeStored(kv) : null;
+    const current = kv ? decodeStored(kv, scope.def) : null;
     const decision = await decide(current);
     if (dryRun) return { obj: decision.obj, action: decision.action };
     try {

@@ -64,6 +64,15 @@ export interface VersionDefinition {
 export interface Strategy {
   /** Fills defaults in place (after schema defaults). */
   default?(obj: KubeObject): void;
+  /**
+   * Completes, in place, an object decoded from storage before anyone sees it
+   * (get, list, watch, and the stored object an update starts from): custom
+   * resources get the defaults their schema declares now, as Kubernetes applies
+   * them when decoding from storage (not written back). Absent when reading adds
+   * nothing. The function object stays the same while what it adds stays the same,
+   * so a cache of read objects knows to read again when it changes.
+   */
+  onRead?(obj: KubeObject): void;
   /** Extra validation beyond the schema; `old` is set on update. */
   validate?(obj: KubeObject, old: KubeObject | undefined): StatusCause[];
   /**

@@ -18,6 +18,9 @@ import {
   type CompiledSchema,
   checkObjectLimits,
   compileSchema,
+  defaultsSkeleton,
+  fillReadDefaults,
+  SCHEMA_CACHE_SIZE,
   validateAgainstSchema,
 } from "./schema.ts";
 import { type CrdVersion, crdSpec } from "./types.ts";
@@ -48,6 +51,37 @@ function cacheKey(crd: KubeObject, version: string, schema: Schema): string {
   if (uid && generation !== undefined) return `${uid}/${generation}/${version}`;
   const hash = createHash("sha1").update(JSON.stringify(schema)).digest("hex");
   return `${crd.metadata.name ?? ""}/${hash}/${version}`;
+}
+
+/** Read hooks by what they add, so that an unchanged hook keeps its identity. */
+const readHooks = new Map<string, (obj: KubeObject) => void>();
+
+/**
+ * The hook that defaults custom resources read from storage: each object gets the
+ * defaults of its own version's schema (the storage version's when its version is
+ * unknown). Undefined when no version declares a default. The same function object
+ * is returned for the same defaults, so that a changed hook means changed defaults.
+ */
+function readHook(
+  skeletons: Map<string, Schema>,
+  fallback: string,
+): ((obj: KubeObject) => void) | undefined {
+  if (skeletons.size === 0) return undefined;
+  const signature = JSON.stringify([fallback, [...skeletons].sort(([a], [b]) => (a < b ? -1 : 1))]);
+  const hit = readHooks.get(signature);
+  if (hit) return hit;
+  const hook = (obj: KubeObject): void => {
+    const skeleton =
+      skeletons.get(typeof obj.apiVersion === "string" ? obj.apiVersion : "") ??
+      skeletons.get(fallback);
+    if (skeleton) fillReadDefaults(obj, skeleton);
+  };
+  if (readHooks.size >= SCHEMA_CACHE_SIZE) {
+    const oldest = readHooks.keys().next().value;
+    if (oldest !== undefined) readHooks.delete(oldest);
+  }
+  readHooks.set(signature, hook);
+  return hook;
 }
 
 function columns(v: CrdVersion): PrinterColumn[] {
@@ -116,6 +150,12 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
   const storage = versions.find((v) => v.storage)?.name ?? versions[0]?.name ?? "";
   const runtimeOf = (obj: KubeObject): VersionRuntime | undefined =>
     runtimes.get(obj.apiVersion ?? "") ?? runtimes.get(`${group}/${storage}`);
+  const skeletons = new Map<string, Schema>();
+  for (const [apiVersion, rt] of runtimes) {
+    const skeleton = defaultsSkeleton(rt.structural);
+    if (skeleton) skeletons.set(apiVersion, skeleton);
+  }
+  const onRead = readHook(skeletons, `${group}/${storage}`);
 
   const selectable: Record<string, (obj: KubeObject) => string | undefined> = {};
   for (const v of spec.versions ?? []) {
@@ -143,6 +183,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
       allowUnconditionalUpdate: false,
       tracksGeneration: true,
       selectableFields: Object.keys(selectable).length > 0 ? selectable : undefined,
+      ...(onRead ? { onRead } : {}),
       default(obj: KubeObject): void {
         const rt = runtimeOf(obj);
         if (rt) applyDefaults(obj, rt.structural);

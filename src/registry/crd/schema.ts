@@ -16,7 +16,7 @@ import type { Schema } from "../../api/schema.ts";
 import type { StatusCause } from "../../api/status.ts";
 import { fieldErrors } from "../../api/validation.ts";
 import { objectMetaSchema } from "../builtin/meta.ts";
-import { childPath, indexPath, isObject, jsonTypeName } from "./paths.ts";
+import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
 /** Deepest nesting of an object the server validates (deeper objects are refused first). */
 export const MAX_OBJECT_DEPTH = 128;
@@ -418,7 +418,7 @@ function embeddedResourceCauses(
   }
   for (const [k, v] of Object.entries(value)) {
     const child =
-      s.properties?.[k] ??
+      declaredProperty(s, k) ??
       (isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined);
     if (child) out.push(...embeddedResourceCauses(v, child, childPath(path, k), depth + 1));
   }
@@ -465,7 +465,7 @@ function prune(
       prune(value[key], objectMetaSchema, p, false, pruned, depth + 1);
       continue;
     }
-    const known = s.properties?.[key];
+    const known = declaredProperty(s, key);
     if (known) {
       prune(value[key], known, p, false, pruned, depth + 1);
     } else if (isObject(extra)) {
@@ -490,9 +490,70 @@ export function applyDefaults(obj: unknown, schema: Schema): void {
   fillDefaults(obj, schema, 0);
 }
 
+/**
+ * The part of a structural schema that defaulting reads: only the nodes on a path
+ * to a `default` (with their `nullable`), or undefined when the schema has no
+ * defaults. Defaulting with it gives the same result as with the whole schema and
+ * walks only the branches that can change, which keeps defaulting on read cheap.
+ */
+export function defaultsSkeleton(schema: Schema): Schema | undefined {
+  return skeletonOf(schema, 0);
+}
+
+function skeletonOf(s: Schema, depth: number): Schema | undefined {
+  if (depth > MAX_OBJECT_DEPTH) return undefined;
+  const out: Schema = {};
+  let useful = false;
+  if (s.default !== undefined) {
+    out.default = s.default;
+    useful = true;
+  }
+  if (s.nullable) out.nullable = true;
+  const extra = isObject(s.additionalProperties)
+    ? skeletonOf(s.additionalProperties as Schema, depth + 1)
+    : undefined;
+  if (extra) {
+    out.additionalProperties = extra;
+    useful = true;
+  }
+  if (s.properties) {
+    const props: Record<string, Schema> = {};
+    let any = false;
+    for (const [k, v] of Object.entries(s.properties)) {
+      const child = skeletonOf(v, depth + 1);
+      if (child) {
+        props[k] = child;
+        any = true;
+      } else if (extra) {
+        // Declared properties are never defaulted as additional ones: keep them known.
+        props[k] = {};
+      }
+    }
+    if (any || extra) out.properties = props;
+    if (any) useful = true;
+  }
+  if (s.items) {
+    const items = skeletonOf(s.items, depth + 1);
+    if (items) {
+      out.items = items;
+      useful = true;
+    }
+  }
+  return useful ? out : undefined;
+}
+
+/**
+ * Fills absent (or non-nullable null) properties with their defaults, in place,
+ * as Kubernetes does when it reads a custom resource from storage; `skeleton` is
+ * the version's defaultsSkeleton. Unlike applyDefaults, nothing is dropped.
+ */
+export function fillReadDefaults(obj: unknown, skeleton: Schema): void {
+  fillDefaults(obj, skeleton, 0);
+}
+
 function childSchemaOf(s: Schema | undefined, key: string): Schema | undefined {
   if (!s) return undefined;
-  const p = s.properties?.[key];
+  const p = declaredProperty(s, key);
   if (p) return p;
   return isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
 }
@@ -540,7 +601,7 @@ function fillDefaults(value: unknown, s: Schema | undefined, depth: number): voi
   }
   const extra = isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
   for (const k of Object.keys(value)) {
-    const prop = s.properties?.[k];
+    const prop = declaredProperty(s, k);
     if (prop) {
       fillDefaults(value[k], prop, depth + 1);
     } else if (extra) {
