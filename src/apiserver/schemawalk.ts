@@ -145,7 +145,7 @@ function walk(
       delete value[key];
       continue;
     }
-    const known = props?.[key];
+    const known = props !== undefined && Object.hasOwn(props, key) ? props[key] : undefined;
     if (known) {
       walk(child, known, childPath, opts, out, depth + 1, false);
       continue;
@@ -186,7 +186,7 @@ export function applySchemaDefaults(value: unknown, schema: Schema, depth = 0): 
   }
   if (typeof schema.additionalProperties === "object") {
     for (const key of Object.keys(value)) {
-      if (schema.properties?.[key]) continue;
+      if (schema.properties && Object.hasOwn(schema.properties, key)) continue;
       applySchemaDefaults(value[key], schema.additionalProperties, depth + 1);
     }
   }

@@ -14,6 +14,8 @@ import { checkNames } from "../../src/registry/crd/names.ts";
 import {
   applyDefaults,
   compileSchema,
+  defaultsSkeleton,
+  fillReadDefaults,
   MAX_OBJECT_DEPTH,
   pruneUnknownFields,
   validateAgainstSchema,
@@ -384,6 +386,16 @@ describe("custom resource schema validation", () => {
     });
   });
 
+  it("prunes fields named like Object.prototype members", () => {
+    const obj = JSON.parse('{"spec":{"image":"x","constructor":1,"toString":"a","__proto__":{}}}');
+    expect(pruneUnknownFields(obj, webAppSchema).sort()).toEqual([
+      "spec.__proto__",
+      "spec.constructor",
+      "spec.toString",
+    ]);
+    expect(Object.keys(obj.spec)).toEqual(["image"]);
+  });
+
   it("applies defaults, nested ones under a freshly defaulted parent too", () => {
     const obj: Record<string, unknown> = { spec: { image: "x", maxReplicas: null } };
     applyDefaults(obj, webAppSchema);
@@ -438,6 +450,68 @@ describe("custom resource schema validation", () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("defaults on read", () => {
+  it("keep only the branches that lead to a default", () => {
+    expect(defaultsSkeleton(webAppSchema)).toEqual({
+      properties: {
+        spec: {
+          properties: {
+            replicas: { default: 1 },
+            maxReplicas: { default: 10 },
+            template: { default: {}, properties: { tier: { default: "web" } } },
+          },
+        },
+      },
+    });
+    expect(
+      defaultsSkeleton({ type: "object", properties: { a: { type: "string" } } }),
+    ).toBeUndefined();
+  });
+
+  it("fill what full defaulting fills (property)", () => {
+    const skeleton = defaultsSkeleton(webAppSchema)!;
+    const scalar = fc.oneof(fc.integer(), fc.string());
+    fc.assert(
+      fc.property(
+        fc.record(
+          {
+            image: scalar,
+            replicas: scalar,
+            maxReplicas: scalar,
+            template: fc.record({ tier: scalar, other: scalar }, { requiredKeys: [] }),
+            labels: fc.dictionary(fc.string({ minLength: 1 }), fc.string()),
+          },
+          { requiredKeys: [] },
+        ),
+        (fields) => {
+          const full = { spec: deepClone(fields) };
+          applyDefaults(full, webAppSchema);
+          const read = { spec: deepClone(fields) };
+          fillReadDefaults(read, skeleton);
+          expect(read).toEqual(full);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("are one hook per set of defaults, and none without defaults", () => {
+    const a = crdToDefinition(crd()).strategy.onRead;
+    const b = crdToDefinition(crd({ metadata: { name: "webapps.example.com", generation: 7 } }))
+      .strategy.onRead;
+    expect(a).toBeTypeOf("function");
+    expect(b).toBe(a);
+    const changed = deepClone(webAppSchema);
+    changed.properties!.spec.properties!.replicas.default = 2;
+    expect(crdToDefinition(crd({}, changed)).strategy.onRead).not.toBe(a);
+    const none: Schema = { type: "object", properties: { spec: { type: "object" } } };
+    expect(crdToDefinition(crd({}, none)).strategy.onRead).toBeUndefined();
+    const obj = { apiVersion: "example.com/v1", kind: "WebApp", metadata: {}, spec: {} };
+    a!(obj);
+    expect(obj.spec).toEqual({ replicas: 1, maxReplicas: 10, template: { tier: "web" } });
   });
 });
 

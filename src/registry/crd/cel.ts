@@ -24,7 +24,7 @@ import type { Schema, ValidationRule } from "../../api/schema.ts";
 import { CauseType, type StatusCause } from "../../api/status.ts";
 import { fieldErrors } from "../../api/validation.ts";
 import { COST_EXCEEDED, type CostMeter, kubernetesEnvironment, withMeter } from "./celib.ts";
-import { childPath, indexPath, isObject, keyPath } from "./paths.ts";
+import { childPath, declaredProperty, indexPath, isObject, keyPath } from "./paths.ts";
 
 /** Largest estimated cost of one rule (Kubernetes' StaticEstimatedCostLimit). */
 export const STATIC_RULE_COST_LIMIT = 10_000_000;
@@ -204,7 +204,7 @@ export function toCel(v: unknown, s: Schema | undefined, depth = 0): unknown {
   const out = plainObject();
   const extra = isObject(s?.additionalProperties) ? (s?.additionalProperties as Schema) : undefined;
   for (const [k, x] of Object.entries(obj)) {
-    const prop = s?.properties?.[k];
+    const prop = declaredProperty(s, k);
     if (prop) {
       const name = escapeCelName(k);
       if (name !== undefined) out[name] = toCel(x, prop, depth + 1);
@@ -546,7 +546,7 @@ export function parseRuleFieldPath(path: string, s: Schema): string | undefined 
     }
     if (!cur) return undefined;
     const next: Schema | undefined =
-      cur.properties?.[name] ??
+      declaredProperty(cur, name) ??
       (isObject(cur.additionalProperties) ? (cur.additionalProperties as Schema) : undefined);
     if (!next) return undefined;
     cur = next;
@@ -888,7 +888,7 @@ function walk(value: unknown, old: unknown, node: CelNode, path: string, state: 
     }
     if (node.additionalProperties) {
       for (const k of Object.keys(value)) {
-        if (node.schema.properties?.[k]) continue;
+        if (declaredProperty(node.schema, k)) continue;
         walk(value[k], oldObj?.[k], node.additionalProperties, keyPath(path, k), state);
         if (state.stopped) return;
       }

@@ -3,6 +3,7 @@
  * map keys of additionalProperties joined with a dot (`spec.labels.app`), and the
  * CRD schema paths with keys in brackets (`properties[spec]`).
  */
+import type { Schema } from "../../api/schema.ts";
 
 /** `parent.child`, or `child` at the root. */
 export function childPath(parent: string, key: string): string {
@@ -22,6 +23,19 @@ export function keyPath(parent: string, key: string): string {
 /** Whether `v` is a plain JSON object (not an array, not null). */
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The schema a structural schema declares for property `key`: own properties only,
+ * so that a field named like an Object.prototype member (`constructor`,
+ * `toString`) is not taken for a declared one.
+ */
+export function declaredProperty(
+  s: { properties?: Record<string, Schema> } | undefined,
+  key: string,
+): Schema | undefined {
+  const props = s?.properties;
+  return props !== undefined && Object.hasOwn(props, key) ? props[key] : undefined;
 }
 
 /** The JSON type name of a value, as OpenAPI validation names it. */
