@@ -1,0 +1,114 @@
+/**
+ * Event expiry against a real apiserver: Events quiet for longer than the TTL
+ * are deleted (core/v1 and events.k8s.io/v1), one whose latest occurrence is
+ * later stays, an update that moves an Event's time reschedules it, and no list
+ * runs after the informers' first ones.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import { lastOccurrence, reduceEvent } from "../../src/controllers/eventttl.ts";
+import type { ControllerManager } from "../../src/controllers/manager.ts";
+import type { Client } from "../../src/runtime/index.ts";
+import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { EVENT, eventually, freshNamespace, gone, startControllers } from "./helpers.ts";
+
+const EVENTS_V1 = { apiVersion: "events.k8s.io/v1", kind: "Event" } as const;
+const TTL_MS = 1_000;
+const HOUR = 3_600_000;
+
+let env: TestEnv;
+let client: Client;
+let cm: ControllerManager;
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  client = env.client;
+  cm = await startControllers({
+    restConfig: env.config,
+    disabled: ["garbage-collector", "namespace"],
+    eventTtl: { ttlMs: TTL_MS },
+  });
+  await eventually(() => cm.manager.isLeader, "controllers running");
+});
+
+afterAll(async () => {
+  await cm?.stop();
+  await env?.stop();
+});
+
+/** A timestamp `ms` from now (negative: in the past), to the second. */
+function at(ms: number): string {
+  return new Date(Date.now() + ms).toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+function coreEvent(ns: string, name: string, lastTimestamp: string): KubeObject {
+  return {
+    ...EVENT,
+    metadata: { name, namespace: ns },
+    involvedObject: { apiVersion: "v1", kind: "ConfigMap", name: "x", namespace: ns },
+    reason: "Tested",
+    message: "a test event",
+    type: "Normal",
+    source: { component: "test" },
+    count: 1,
+    firstTimestamp: lastTimestamp,
+    lastTimestamp,
+  };
+}
+
+describe("event TTL", () => {
+  it("deletes Events quiet for longer than the TTL and keeps later ones", async () => {
+    const ns = await freshNamespace(client);
+    await eventually(() => cm.manager.readyz.run().then((r) => r.every((c) => c.result.ok)));
+    const listsBefore = cm.manager.client.stats.byVerb.list ?? 0;
+    // Occurring an hour from now (a reporter's clock ahead): it stays for that hour.
+    await client.create(coreEvent(ns, "later", at(HOUR)));
+    await client.create(coreEvent(ns, "now", at(0)));
+    await client.create({
+      ...EVENTS_V1,
+      metadata: { name: "now-v1", namespace: ns },
+      eventTime: new Date().toISOString(),
+      reportingController: "example.com/test",
+      reportingInstance: "test-1",
+      action: "Testing",
+      reason: "Tested",
+      type: "Normal",
+      regarding: { apiVersion: "v1", kind: "ConfigMap", name: "x", namespace: ns },
+    });
+
+    await eventually(
+      async () =>
+        (await gone(client, EVENT, "now", ns)) && (await gone(client, EVENTS_V1, "now-v1", ns)),
+      "expired Events deleted",
+    );
+    expect(await gone(client, EVENT, "later", ns)).toBe(false);
+
+    // An update that moves the Event's time back reschedules it.
+    await client.patch(
+      EVENT,
+      "later",
+      ns,
+      { firstTimestamp: at(-HOUR), lastTimestamp: at(-HOUR) },
+      { type: "merge" },
+    );
+    await eventually(() => gone(client, EVENT, "later", ns), "rescheduled Event deleted");
+    // Expiry needs no listing: the informers listed once, at start.
+    expect(cm.manager.client.stats.byVerb.list ?? 0).toBe(listsBefore);
+  });
+});
+
+describe("event expiry time", () => {
+  it("is the latest of the Event's timestamps", () => {
+    const e = reduceEvent({
+      ...EVENT,
+      metadata: { name: "e", creationTimestamp: "2024-01-01T00:00:00Z", labels: { a: "b" } },
+      firstTimestamp: "2024-01-01T00:00:00Z",
+      lastTimestamp: "2024-01-01T01:00:00Z",
+      message: "dropped",
+      series: { count: 3, lastObservedTime: "2024-01-01T02:00:00.000000Z" },
+    });
+    expect(e.message).toBeUndefined();
+    expect(e.metadata.labels).toBeUndefined();
+    expect(lastOccurrence(e)).toBe(Date.parse("2024-01-01T02:00:00Z"));
+  });
+});

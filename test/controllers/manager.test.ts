@@ -1,0 +1,130 @@
+/**
+ * The controller manager against a real apiserver: controllers switched off by
+ * name, two managers under leader election (only the leader acts; the standby
+ * takes over when it leaves), and the metrics and health endpoints.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import {
+  BUILTIN_CONTROLLER_NAMES,
+  CONTROLLER_MANAGER_LEASE,
+  createControllerManager,
+  UnknownControllerError,
+} from "../../src/controllers/index.ts";
+import type { ControllerManager } from "../../src/controllers/manager.ts";
+import type { Client } from "../../src/runtime/index.ts";
+import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import {
+  CM,
+  configMap,
+  eventually,
+  freshNamespace,
+  gone,
+  NS,
+  refTo,
+  startControllers,
+} from "./helpers.ts";
+
+const LEASE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
+const ELECTION = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
+
+let env: TestEnv;
+let client: Client;
+const managers: ControllerManager[] = [];
+
+beforeAll(async () => {
+  env = await startTestEnv();
+  client = env.client;
+});
+
+afterAll(async () => {
+  for (const m of managers) await m.stop();
+  await env?.stop();
+});
+
+async function start(opts: Parameters<typeof startControllers>[0]): Promise<ControllerManager> {
+  const m = await startControllers({ restConfig: env.config, ...opts });
+  managers.push(m);
+  return m;
+}
+
+async function ownerWithDependents(ns: string, n: number): Promise<void> {
+  const owner = await configMap(client, ns, "owner");
+  for (let i = 0; i < n; i++) await configMap(client, ns, `dep-${i}`, { owners: [refTo(owner)] });
+}
+
+async function remaining(ns: string): Promise<number> {
+  return (await client.list<KubeObject>(CM, { namespace: ns })).items.length;
+}
+
+describe("controller manager", () => {
+  it("names its controllers and refuses unknown names", () => {
+    expect(BUILTIN_CONTROLLER_NAMES).toEqual(["garbage-collector", "namespace", "event-ttl"]);
+    expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
+      UnknownControllerError,
+    );
+  });
+
+  it("runs without a controller switched off by name", async () => {
+    const m = await start({ disabled: ["garbage-collector"] });
+    expect(m.names).toEqual(["namespace", "event-ttl"]);
+    const ns = await freshNamespace(client);
+    await ownerWithDependents(ns, 2);
+    await client.delete(CM, "owner", ns);
+    // The namespace controller acts on a later change: the manager is running.
+    const probe = await freshNamespace(client);
+    await client.delete(NS, probe);
+    await eventually(() => gone(client, NS, probe), "namespace controller acted");
+    expect(await remaining(ns)).toBe(2);
+    await m.stop();
+  });
+
+  it("lets only the leader act; the standby takes over when the leader leaves", async () => {
+    const a = await start({ identity: "cm-a", leaderElection: ELECTION });
+    const b = await start({ identity: "cm-b", leaderElection: ELECTION });
+    await eventually(() => a.manager.isLeader || b.manager.isLeader, "a leader");
+    const [leader, standby] = a.manager.isLeader ? [a, b] : [b, a];
+    expect(standby.manager.isLeader).toBe(false);
+    const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
+    expect((lease.spec as { holderIdentity?: string }).holderIdentity).toBe(
+      leader.manager.identity,
+    );
+
+    const ns = await freshNamespace(client);
+    await ownerWithDependents(ns, 5);
+    await client.delete(CM, "owner", ns);
+    await eventually(async () => (await remaining(ns)) === 0, "cascade by the leader");
+    expect(leader.manager.client.stats.byVerb.delete ?? 0).toBeGreaterThanOrEqual(5);
+    expect(standby.manager.client.stats.byVerb.delete ?? 0).toBe(0);
+
+    await leader.stop(); // releases the Lease
+    await eventually(() => standby.manager.isLeader, "standby took over");
+    const ns2 = await freshNamespace(client);
+    await ownerWithDependents(ns2, 3);
+    await client.delete(CM, "owner", ns2);
+    await eventually(async () => (await remaining(ns2)) === 0, "cascade by the new leader");
+    expect(standby.manager.client.stats.byVerb.delete ?? 0).toBeGreaterThanOrEqual(3);
+    await standby.stop();
+  });
+
+  it("serves /metrics, /healthz and /readyz", async () => {
+    const m = await start({ metricsAddr: "127.0.0.1:0", healthAddr: "127.0.0.1:0" });
+    const health = `http://${m.manager.healthAddress}`;
+    const metrics = `http://${m.manager.metricsAddress}`;
+    expect((await fetch(`${health}/healthz`)).status).toBe(200);
+    const ready = await eventually(async () => {
+      const r = await fetch(`${health}/readyz?verbose`);
+      return r.status === 200 ? r.text() : undefined;
+    }, "ready");
+    expect(ready).toContain("[+]garbage-collector ok");
+    expect(ready).toContain("[+]event-ttl ok");
+    const ns = await freshNamespace(client);
+    await ownerWithDependents(ns, 1);
+    await client.delete(CM, "owner", ns);
+    await eventually(async () => (await remaining(ns)) === 0, "cascade");
+    const text = await (await fetch(`${metrics}/metrics`)).text();
+    expect(text).toMatch(/controller_runtime_reconcile_total\{controller="garbage-collector"/);
+    expect(text).toMatch(/workqueue_adds_total\{name="namespace"/);
+    await m.stop();
+  });
+});
