@@ -1,4 +1,5 @@
 /** The `setpoint` command: dispatches to its subcommands. */
+import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
 import { UsageError } from "./storage.ts";
@@ -10,6 +11,7 @@ Commands:
   up          run the control plane (apiserver on embedded SQLite or etcd)
   finalizers  list objects stuck in deletion; clear a finalizer by hand
   doctor      check the control plane's health at a glance
+  controller-manager  run the built-in controllers against an API server
 
 Run 'setpoint <command> --help' for a command's flags.
 `;
@@ -24,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
         return await finalizers(rest);
       case "doctor":
         return await doctor(rest);
+      case "controller-manager":
+        return await controllerManager(rest);
       case undefined:
       case "help":
       case "--help":

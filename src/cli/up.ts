@@ -11,6 +11,9 @@ import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
 import { loadOrCreateTlsMaterial } from "../apiserver/certs.ts";
 import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
 import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server.ts";
+import { BUILTIN_CONTROLLER_NAMES, createControllerManager } from "../controllers/index.ts";
+import type { ControllerManager } from "../controllers/manager.ts";
+import { ControllerManagerUsageError, parseControllerList, parseDuration } from "./controller-manager.ts";
 import { openStore, UsageError } from "./storage.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
@@ -26,6 +29,9 @@ Flags:
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
   --log-level LEVEL           trace, debug, info, warn, error (default info)
+  --no-controllers            do not run the built-in controllers in this process
+  --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
+  --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
 `;
 
 export function parseListen(s: string): { host: string; port: number } {
@@ -57,6 +63,9 @@ export async function up(argv: string[]): Promise<number> {
       "tls-san": { type: "string", default: "" },
       "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
       "log-level": { type: "string", default: "info" },
+      "no-controllers": { type: "boolean", default: false },
+      "disable-controllers": { type: "string" },
+      "event-ttl": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -69,6 +78,17 @@ export async function up(argv: string[]): Promise<number> {
   const { host, port } = parseListen(values.listen);
   const kubernetesMinor = parseKubernetesVersion(values["kubernetes-version"]);
   const logger = pino({ level: values["log-level"] }, pino.destination(2));
+  let disabledControllers: string[];
+  let eventTtlMs: number | undefined;
+  try {
+    disabledControllers = parseControllerList(values["disable-controllers"]);
+    eventTtlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : undefined;
+  } catch (e) {
+    if (e instanceof ControllerManagerUsageError || e instanceof Error) {
+      throw new UsageError(e.message);
+    }
+    throw e;
+  }
 
   const store = await openStore({
     storage: values.storage,
@@ -99,8 +119,28 @@ export async function up(argv: string[]): Promise<number> {
   const kubeconfig = resolve(dataDir, "kubeconfig");
   await writeKubeconfig(kubeconfig, { server: server.url, caCert: tls.caCert, token });
 
+  // The built-in controllers, in process, as loopback clients of the API. They
+  // campaign for the controller managers' Lease, so a separate
+  // `setpoint controller-manager --leader-elect` can stand by beside them.
+  let controllers: ControllerManager | undefined;
+  if (!values["no-controllers"]) {
+    controllers = createControllerManager({
+      restConfig: {
+        server: server.url,
+        ca: Buffer.from(tls.caCert),
+        ...(server.loopbackToken ? { token: server.loopbackToken } : {}),
+      },
+      disabled: disabledControllers,
+      leaderElection: true,
+      eventTtl: eventTtlMs ? { ttlMs: eventTtlMs } : undefined,
+      logger: logger.child({ component: "controller-manager" }),
+    });
+    await controllers.start();
+  }
+
+  const running = controllers ? `controllers: ${controllers.names.join(", ") || "none"}` : "no controllers";
   process.stdout.write(
-    `Setpoint is serving at ${server.url} (storage: ${values.storage})\n` +
+    `Setpoint is serving at ${server.url} (storage: ${values.storage}; ${running})\n` +
       `export KUBECONFIG=${kubeconfig}\n`,
   );
 
@@ -112,6 +152,7 @@ export async function up(argv: string[]): Promise<number> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  await controllers?.stop();
   await server.close();
   await store.close();
   return 0;

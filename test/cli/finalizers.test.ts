@@ -276,7 +276,7 @@ describe("setpoint finalizers clear", () => {
       const list = await runCli(["finalizers", "list", "--kubeconfig", env.kubeconfigPath]);
       expect(list.stdout).toMatch(
         new RegExp(
-          `Namespace\\s+${ns}\\s+\\S+\\s+kubernetes \\[spec.finalizers\\] \\(built-in: namespace controller\\)`,
+          `Namespace\\s+${ns}\\s+\\S+\\s+kubernetes \\[spec.finalizers\\] \\(built-in: namespace controller; NOT RUNNING: no live setpoint-controller-manager Lease\\)`,
         ),
       );
       const r = await runCli([

@@ -31,7 +31,12 @@ import {
   resourcesOf,
   type ServedResource,
 } from "../../src/cli/inspect/resources.ts";
-import { attributeFinalizer, describeHandling, stuckObjects } from "../../src/cli/inspect/stuck.ts";
+import {
+  attributeFinalizer,
+  describeHandling,
+  isUnhandled,
+  stuckObjects,
+} from "../../src/cli/inspect/stuck.ts";
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
 import { UsageError } from "../../src/cli/storage.ts";
@@ -222,9 +227,29 @@ describe("leases and finalizer attribution", () => {
     const orphan = attributeFinalizer("orphan", "metadata", leases);
     expect(orphan).toMatchObject({ state: "builtin", builtin: "garbage collector" });
     expect(describeHandling(orphan)).toContain("handled by gc, leader cm-1");
-    expect(describeHandling(attributeFinalizer("kubernetes", "spec", []))).toBe(
-      "kubernetes [spec.finalizers] (built-in: namespace controller)",
+    // Built-in loops run in the controller manager: without its live Lease, nothing removes them.
+    const unrun = attributeFinalizer("kubernetes", "spec", []);
+    expect(describeHandling(unrun)).toBe(
+      "kubernetes [spec.finalizers] (built-in: namespace controller; NOT RUNNING: no live setpoint-controller-manager Lease)",
     );
+    expect(isUnhandled(unrun)).toBe(true);
+    const cm = controllerLeases(
+      [lease("setpoint-controller-manager", { holder: "cm-0", renewedAgoMs: 2_000 })],
+      NOW,
+    );
+    const run = attributeFinalizer("kubernetes", "spec", cm);
+    expect(describeHandling(run)).toBe(
+      "kubernetes [spec.finalizers] (built-in: namespace controller; handled by setpoint-controller-manager, leader cm-0, renewed 2s ago)",
+    );
+    expect(isUnhandled(run)).toBe(false);
+    // The apiserver removes its own finalizer.
+    const crd = attributeFinalizer("customresourcecleanup.apiextensions.k8s.io", "metadata", []);
+    expect(describeHandling(crd)).toBe(
+      "customresourcecleanup.apiextensions.k8s.io (built-in: apiserver CRD cleanup)",
+    );
+    expect(isUnhandled(crd)).toBe(false);
+    expect(isUnhandled(handled)).toBe(false);
+    expect(isUnhandled(attributeFinalizer("example.com/never", "metadata", leases))).toBe(true);
   });
 
   it("lists objects in deletion once, oldest first, with a Namespace's spec finalizers", () => {

@@ -10,7 +10,7 @@ import { formatAge } from "./duration.ts";
 import type { HotKey, HotLoop } from "./hotloop.ts";
 import type { GenerationLag } from "./lag.ts";
 import type { LeaseInfo } from "./leases.ts";
-import { describeHandling, type StuckObject } from "./stuck.ts";
+import { describeHandling, isUnhandled, type StuckObject } from "./stuck.ts";
 import type { WarningGroup } from "./warnings.ts";
 
 export type Verdict = "OK" | "WARN" | "FAIL";
@@ -148,7 +148,7 @@ function generationCheck(lags: GenerationLag[], t: DoctorThresholds): Check {
 
 function deletionCheck(deleting: StuckObject[], t: DoctorThresholds): Check {
   const stuck = deleting.filter((s) => s.deletingForMs >= t.stuckMs);
-  const abandoned = stuck.filter((s) => s.finalizers.some((f) => f.state === "abandoned"));
+  const abandoned = stuck.filter((s) => s.finalizers.some(isUnhandled));
   const recent = deleting.length - stuck.length;
   const tail = recent > 0 ? ` (${recent} more being deleted for less)` : "";
   return {
@@ -156,7 +156,7 @@ function deletionCheck(deleting: StuckObject[], t: DoctorThresholds): Check {
     verdict: abandoned.length > 0 ? "FAIL" : stuck.length > 0 ? "WARN" : "OK",
     summary:
       stuck.length > 0
-        ? `${plural(stuck.length, "object")} in deletion for longer than ${formatAge(t.stuckMs)}, ${abandoned.length} with abandoned finalizers${tail}; see setpoint finalizers list`
+        ? `${plural(stuck.length, "object")} in deletion for longer than ${formatAge(t.stuckMs)}, ${abandoned.length} waiting on finalizers nothing live removes${tail}; see setpoint finalizers list`
         : `no object in deletion for longer than ${formatAge(t.stuckMs)}${tail}`,
     lines: stuck.map(
       (s) =>

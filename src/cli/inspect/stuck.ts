@@ -7,12 +7,17 @@
  * - handled: a live controller (its leader Lease renewed within its duration)
  *   declares it on the Lease (`setpoint.dev/finalizers`);
  * - builtin: one of Kubernetes' own finalizers, removed by a built-in loop
- *   (garbage collector, namespace controller, the apiserver's CRD cleanup); a
- *   live Lease declaring it is named too;
+ *   (garbage collector, namespace controller, the apiserver's CRD cleanup); the
+ *   live Lease declaring it, else the live controller manager's Lease, is named;
+ *   with neither, the loop is not running (except the apiserver's own);
  * - abandoned: no live controller declares it (its controller is not running,
  *   or does not publish its finalizers).
  */
 import type { KubeObject } from "../../api/meta.ts";
+import {
+  CONTROLLER_MANAGER_LEASE,
+  CONTROLLER_MANAGER_LEASE_NAMESPACE,
+} from "../../controllers/manager.ts";
 import { ageOf, formatAge } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 import { qualifiedName, type ServedResource } from "./resources.ts";
@@ -24,6 +29,11 @@ export const BUILTIN_FINALIZERS: Readonly<Record<string, string>> = {
   foregroundDeletion: "garbage collector",
   "customresourcecleanup.apiextensions.k8s.io": "apiserver CRD cleanup",
 };
+
+/** Built-in finalizers removed by the apiserver itself (live whenever it answers). */
+export const APISERVER_FINALIZERS: ReadonlySet<string> = new Set([
+  "customresourcecleanup.apiextensions.k8s.io",
+]);
 
 /** Where a finalizer sits: `metadata.finalizers`, or a Namespace's `spec.finalizers`. */
 export type FinalizerPlace = "metadata" | "spec";
@@ -95,7 +105,24 @@ export function attributeFinalizer(
       renewedAgoMs: l.renewedAgoMs,
     }));
   const builtin = BUILTIN_FINALIZERS[finalizer];
-  if (builtin !== undefined) return { finalizer, place, state: "builtin", builtin, handlers };
+  if (builtin !== undefined) {
+    // The built-in loops run in the controller manager: its leader stands in for them.
+    const manager = leases.find(
+      (l) =>
+        l.state === "live" &&
+        l.name === CONTROLLER_MANAGER_LEASE &&
+        l.namespace === CONTROLLER_MANAGER_LEASE_NAMESPACE,
+    );
+    if (handlers.length === 0 && manager && !APISERVER_FINALIZERS.has(finalizer)) {
+      handlers.push({
+        leaseNamespace: manager.namespace,
+        lease: manager.name,
+        holder: manager.holder,
+        renewedAgoMs: manager.renewedAgoMs,
+      });
+    }
+    return { finalizer, place, state: "builtin", builtin, handlers };
+  }
   return { finalizer, place, state: handlers.length > 0 ? "handled" : "abandoned", handlers };
 }
 
@@ -113,8 +140,16 @@ export function describeHandling(h: FinalizerHandling): string {
     case "abandoned":
       return `${name} (ABANDONED: no live controller declares it)`;
     case "builtin":
-      return by ? `${name} (built-in: ${h.builtin}; ${by})` : `${name} (built-in: ${h.builtin})`;
+      if (by) return `${name} (built-in: ${h.builtin}; ${by})`;
+      if (APISERVER_FINALIZERS.has(h.finalizer)) return `${name} (built-in: ${h.builtin})`;
+      return `${name} (built-in: ${h.builtin}; NOT RUNNING: no live ${CONTROLLER_MANAGER_LEASE} Lease)`;
   }
+}
+
+/** Whether nothing live will remove the finalizer (abandoned, or a built-in whose loop is not running). */
+export function isUnhandled(h: FinalizerHandling): boolean {
+  if (h.state === "abandoned") return true;
+  return h.state === "builtin" && h.handlers.length === 0 && !APISERVER_FINALIZERS.has(h.finalizer);
 }
 
 /** An object read from one served resource. */

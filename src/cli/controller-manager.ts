@@ -1,0 +1,152 @@
+/**
+ * `setpoint controller-manager`: runs the built-in controllers (garbage
+ * collector, namespace deletion, event expiry) as their own process against an
+ * API server, with optional leader election, metrics and health endpoints,
+ * until SIGINT or SIGTERM.
+ */
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import {
+  BUILTIN_CONTROLLER_NAMES,
+  CONTROLLER_MANAGER_LEASE,
+  CONTROLLER_MANAGER_LEASE_NAMESPACE,
+  checkControllerNames,
+  createControllerManager,
+  DEFAULT_EVENT_TTL_MS,
+  UnknownControllerError,
+} from "../controllers/index.ts";
+import { KubeconfigError, loadKubeconfig } from "../runtime/index.ts";
+
+export const CONTROLLER_MANAGER_USAGE = `Usage: setpoint controller-manager [--kubeconfig FILE] [flags]
+
+Runs the built-in controllers (${BUILTIN_CONTROLLER_NAMES.join(", ")})
+against an API server, as an ordinary client of its API.
+
+Flags:
+  --kubeconfig FILE          kubeconfig of the API server (default: $KUBECONFIG,
+                             the pod's service account, then ~/.kube/config)
+  --context NAME             kubeconfig context to use
+  --disable NAME,...         built-in controllers not to run
+  --leader-elect             act only while holding the Lease
+                             ${CONTROLLER_MANAGER_LEASE_NAMESPACE}/${CONTROLLER_MANAGER_LEASE} (for several replicas)
+  --metrics-addr HOST:PORT   serve /metrics there (off when unset)
+  --health-addr HOST:PORT    serve /healthz and /readyz there (off when unset)
+  --event-ttl DURATION       how long an Event lives after its latest occurrence (default 1h)
+  --log-level LEVEL          trace, debug, info, warn, error (default info)
+`;
+
+/** A bad command line. */
+export class ControllerManagerUsageError extends Error {
+  override name = "ControllerManagerUsageError";
+}
+
+const UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** Parses a Go-style duration ("1h", "90s", "1h30m", "500ms") into milliseconds. */
+export function parseDuration(text: string): number {
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+  let total = 0;
+  let pos = 0;
+  while (pos < text.length) {
+    re.lastIndex = pos;
+    const m = re.exec(text);
+    if (!m) break;
+    total += Number(m[1]) * UNITS_MS[m[2]];
+    pos = re.lastIndex;
+  }
+  if (text.length === 0 || pos !== text.length || !(total > 0)) {
+    throw new ControllerManagerUsageError(
+      `invalid duration ${JSON.stringify(text)} (e.g. 1h, 30m, 90s, 1h30m)`,
+    );
+  }
+  return total;
+}
+
+/** Splits a comma-separated list of controller names, checking each. */
+export function parseControllerList(text: string | undefined): string[] {
+  const names = (text ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  checkControllerNames(names);
+  return names;
+}
+
+export async function controllerManager(argv: string[]): Promise<number> {
+  try {
+    return await run(argv);
+  } catch (err) {
+    if (
+      err instanceof ControllerManagerUsageError ||
+      err instanceof UnknownControllerError ||
+      err instanceof KubeconfigError ||
+      (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+    ) {
+      process.stderr.write(
+        `setpoint controller-manager: ${(err as Error).message}\n\n${CONTROLLER_MANAGER_USAGE}`,
+      );
+      return 2;
+    }
+    throw err;
+  }
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+      disable: { type: "string" },
+      "leader-elect": { type: "boolean", default: false },
+      "metrics-addr": { type: "string" },
+      "health-addr": { type: "string" },
+      "event-ttl": { type: "string" },
+      "log-level": { type: "string", default: "info" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(CONTROLLER_MANAGER_USAGE);
+    return 0;
+  }
+  const disabled = parseControllerList(values.disable);
+  const ttlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : DEFAULT_EVENT_TTL_MS;
+  const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
+  const logger = pino({ level: values["log-level"] }, pino.destination(2));
+  const cm = createControllerManager({
+    restConfig,
+    disabled,
+    leaderElection: values["leader-elect"],
+    metricsAddr: values["metrics-addr"],
+    healthAddr: values["health-addr"],
+    eventTtl: { ttlMs },
+    logger,
+  });
+  const stop = new AbortController();
+  const onSignal = (signal: string) => {
+    logger.info({ signal }, "shutting down");
+    stop.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  await cm.start(stop.signal);
+  const where = [
+    cm.manager.metricsAddress ? `metrics on ${cm.manager.metricsAddress}` : "",
+    cm.manager.healthAddress ? `health on ${cm.manager.healthAddress}` : "",
+  ].filter(Boolean);
+  process.stdout.write(
+    `controller-manager running ${cm.names.join(", ") || "no controllers"} against ${restConfig.server}` +
+      `${values["leader-elect"] ? " (leader election on)" : ""}${where.length ? `; ${where.join(", ")}` : ""}\n`,
+  );
+  await cm.done;
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  return 0;
+}
