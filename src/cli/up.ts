@@ -13,7 +13,7 @@ import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
 import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server.ts";
 import { BUILTIN_CONTROLLER_NAMES, createControllerManager } from "../controllers/index.ts";
 import type { ControllerManager } from "../controllers/manager.ts";
-import { ControllerManagerUsageError, parseControllerList, parseDuration } from "./controller-manager.ts";
+import { parseControllerList, parseDuration } from "./controller-manager.ts";
 import { openStore, UsageError } from "./storage.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
@@ -84,10 +84,8 @@ export async function up(argv: string[]): Promise<number> {
     disabledControllers = parseControllerList(values["disable-controllers"]);
     eventTtlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : undefined;
   } catch (e) {
-    if (e instanceof ControllerManagerUsageError || e instanceof Error) {
-      throw new UsageError(e.message);
-    }
-    throw e;
+    // A bad controller name or duration: report it as a usage error of `up`.
+    throw new UsageError(e instanceof Error ? e.message : String(e));
   }
 
   const store = await openStore({
@@ -138,10 +136,10 @@ export async function up(argv: string[]): Promise<number> {
     await controllers.start();
   }
 
-  const running = controllers ? `controllers: ${controllers.names.join(", ") || "none"}` : "no controllers";
   process.stdout.write(
-    `Setpoint is serving at ${server.url} (storage: ${values.storage}; ${running})\n` +
-      `export KUBECONFIG=${kubeconfig}\n`,
+    `Setpoint is serving at ${server.url} (storage: ${values.storage})\n` +
+      `export KUBECONFIG=${kubeconfig}\n` +
+      `Built-in controllers: ${controllers ? controllers.names.join(", ") || "none" : "off"}\n`,
   );
 
   await new Promise<void>((done) => {
