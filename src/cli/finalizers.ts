@@ -15,7 +15,7 @@ import { hostname } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "../api/meta.ts";
-import { isInvalid, isNotFound } from "../runtime/errors.ts";
+import { isForbidden, isInvalid, isNotFound } from "../runtime/errors.ts";
 import {
   CLI_COMPONENT,
   clearedMessage,
@@ -292,7 +292,7 @@ async function clear(argv: string[]): Promise<number> {
     }
 
     const who = describeIdentity(whoAmI(values.kubeconfig, values.context));
-    await recordCleared(conn, obj, clearedMessage(plan, handling, who));
+    await recordCleared(conn, obj, label, clearedMessage(plan, handling, who));
     const gone = await conn.client
       .get<KubeObject>(type, target.name, namespace)
       .then((now) => (now.metadata.uid === obj.metadata.uid ? now : undefined))
@@ -368,14 +368,53 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-/** Records the FinalizerCleared Event; a failure is reported, not fatal (the finalizer is gone). */
-async function recordCleared(conn: Connection, obj: KubeObject, message: string): Promise<void> {
-  const event = eventFor(obj, FINALIZER_CLEARED_REASON, message, hostname(), new Date());
+/**
+ * Records the FinalizerCleared Event on the object. A namespace being deleted
+ * refuses new objects, Events included: then the Event is recorded on the
+ * Namespace itself, its message naming the object. A failure is reported, not
+ * fatal (the finalizer is gone either way).
+ */
+async function recordCleared(
+  conn: Connection,
+  obj: KubeObject,
+  label: string,
+  message: string,
+): Promise<void> {
+  const now = new Date();
   try {
-    await conn.client.create(event, { fieldManager: CLI_COMPONENT });
+    await conn.client.create(eventFor(obj, FINALIZER_CLEARED_REASON, message, hostname(), now), {
+      fieldManager: CLI_COMPONENT,
+    });
+    return;
   } catch (e) {
-    note(
-      `warning: the finalizer was removed, but the ${FINALIZER_CLEARED_REASON} Event could not be recorded: ${e instanceof Error ? e.message : String(e)}`,
-    );
+    const ns = obj.metadata.namespace;
+    if (!isForbidden(e) || !ns) return eventFailed(e);
   }
+  try {
+    const namespace = await conn.client.get<KubeObject>(
+      NAMESPACE_TYPE,
+      obj.metadata.namespace ?? "",
+    );
+    const event = eventFor(
+      { ...NAMESPACE_TYPE, ...namespace },
+      FINALIZER_CLEARED_REASON,
+      `${label}: ${message}`,
+      hostname(),
+      now,
+    );
+    await conn.client.create(event, { fieldManager: CLI_COMPONENT });
+    note(
+      `The namespace refuses new Events (it is being deleted): the ${FINALIZER_CLEARED_REASON} Event is recorded on Namespace ${namespace.metadata.name} instead.`,
+    );
+  } catch (e) {
+    eventFailed(e);
+  }
+}
+
+const NAMESPACE_TYPE = { apiVersion: "v1", kind: "Namespace" } as const;
+
+function eventFailed(e: unknown): void {
+  note(
+    `warning: the finalizer was removed, but the ${FINALIZER_CLEARED_REASON} Event could not be recorded: ${e instanceof Error ? e.message : String(e)}`,
+  );
 }

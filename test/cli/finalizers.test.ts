@@ -14,7 +14,7 @@ import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
-import { eventually, runCli, WIDGET, widget, widgetCrd } from "./helpers.ts";
+import { eventually, runCli, runCliOnTerminal, WIDGET, widget, widgetCrd } from "./helpers.ts";
 
 /** Several CLI runs on a loaded 2-core machine. */
 const TEST_TIMEOUT_MS = 60_000;
@@ -182,6 +182,79 @@ describe("setpoint finalizers clear", () => {
       const still = await env.client.get<KubeObject>(WIDGET, "w", ns);
       expect(still.metadata.finalizers).toEqual([ABANDONED]);
       expect((await events(ns)).filter((e) => e.reason === "FinalizerCleared")).toEqual([]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "asks on a terminal: no changes nothing, yes removes",
+    async () => {
+      const ns = await namespace();
+      await env.client.create({
+        ...CM,
+        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
+      });
+      await env.client.delete(CM, "c", ns);
+      const args = [
+        "finalizers",
+        "clear",
+        "cm/c",
+        "-n",
+        ns,
+        "--finalizer",
+        ABANDONED,
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ];
+      const prompt = `Remove finalizer ${ABANDONED} from ConfigMap ${ns}/c? [y/N]`;
+      const no = await runCliOnTerminal(args, prompt, "n");
+      expect(no.code, no.stdout).toBe(1);
+      expect(no.stdout).toContain("Nothing changed.");
+      expect((await env.client.get<KubeObject>(CM, "c", ns)).metadata.finalizers).toEqual([
+        ABANDONED,
+      ]);
+      const yes = await runCliOnTerminal(args, prompt, "y");
+      expect(yes.code, yes.stdout).toBe(0);
+      expect(yes.stdout).toContain(`Removed ${ABANDONED}; ConfigMap ${ns}/c is gone.`);
+      expect(isNotFound(await env.client.get(CM, "c", ns).catch((e: unknown) => e))).toBe(true);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "records the Event on the Namespace when the object's namespace is being deleted",
+    async () => {
+      const ns = await namespace();
+      await env.client.create({
+        ...CM,
+        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
+      });
+      await env.client.delete(CM, "c", ns);
+      await env.client.delete({ apiVersion: "v1", kind: "Namespace" }, ns);
+      const r = await runCli([
+        "finalizers",
+        "clear",
+        "cm/c",
+        "-n",
+        ns,
+        "--finalizer",
+        ABANDONED,
+        "--yes",
+        "--kubeconfig",
+        env.kubeconfigPath,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`recorded on Namespace ${ns} instead`);
+      expect(isNotFound(await env.client.get(CM, "c", ns).catch((e: unknown) => e))).toBe(true);
+      const recorded = (await events("default")).filter(
+        (e) =>
+          e.reason === "FinalizerCleared" && (e.involvedObject as { name: string }).name === ns,
+      );
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0].message).toMatch(
+        new RegExp(`^ConfigMap ${ns}/c: Finalizer ${ABANDONED} removed by `),
+      );
+      expect(recorded[0].involvedObject).toMatchObject({ kind: "Namespace", name: ns });
     },
     TEST_TIMEOUT_MS,
   );

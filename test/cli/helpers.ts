@@ -119,3 +119,45 @@ export async function eventually<T>(
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs `setpoint args...` on a pseudo-terminal (util-linux `script`), answers
+ * `answer` once `prompt` appears, and waits for it to exit. Output comes back
+ * as the terminal shows it (CRLF line ends).
+ */
+export function runCliOnTerminal(
+  args: string[],
+  prompt: string,
+  answer: string,
+): Promise<CliResult> {
+  const home = mkdtempSync(join(tmpdir(), "setpoint-cli-home-"));
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, USER: "alice" };
+  delete env.KUBECONFIG;
+  const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, SETPOINT_BIN, ...args].map(quote).join(" ");
+  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env,
+  });
+  let stdout = "";
+  let answered = false;
+  child.stdout.on("data", (d: Buffer) => {
+    stdout += d.toString();
+    if (!answered && stdout.includes(prompt)) {
+      answered = true;
+      child.stdin.end(`${answer}\n`);
+    }
+  });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), CLI_TIMEOUT_MS);
+  return new Promise((done) => {
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      rmSync(home, { recursive: true, force: true });
+      done({ code, stdout, stderr });
+    });
+  });
+}
