@@ -242,6 +242,18 @@ describe("leases and finalizer attribution", () => {
       "kubernetes [spec.finalizers] (built-in: namespace controller; handled by setpoint-controller-manager, leader cm-0, renewed 2s ago)",
     );
     expect(isUnhandled(run)).toBe(false);
+    // A controller manager that declares its finalizers is taken at its word.
+    const declaring = controllerLeases(
+      [
+        lease("setpoint-controller-manager", {
+          holder: "cm-0",
+          finalizers: "foregroundDeletion,orphan",
+        }),
+      ],
+      NOW,
+    );
+    expect(attributeFinalizer("orphan", "metadata", declaring).handlers).toHaveLength(1);
+    expect(isUnhandled(attributeFinalizer("kubernetes", "spec", declaring))).toBe(true);
     // The apiserver removes its own finalizer.
     const crd = attributeFinalizer("customresourcecleanup.apiextensions.k8s.io", "metadata", []);
     expect(describeHandling(crd)).toBe(

@@ -106,12 +106,15 @@ export function attributeFinalizer(
     }));
   const builtin = BUILTIN_FINALIZERS[finalizer];
   if (builtin !== undefined) {
-    // The built-in loops run in the controller manager: its leader stands in for them.
+    // The built-in loops run in the controller manager: when its Lease declares no
+    // finalizers at all, its live leader stands in for every built-in loop; when
+    // it declares some, the list says which loops run (one may be switched off).
     const manager = leases.find(
       (l) =>
         l.state === "live" &&
         l.name === CONTROLLER_MANAGER_LEASE &&
-        l.namespace === CONTROLLER_MANAGER_LEASE_NAMESPACE,
+        l.namespace === CONTROLLER_MANAGER_LEASE_NAMESPACE &&
+        l.finalizers.length === 0,
     );
     if (handlers.length === 0 && manager && !APISERVER_FINALIZERS.has(finalizer)) {
       handlers.push({
