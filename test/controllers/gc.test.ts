@@ -8,11 +8,12 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import type { GarbageCollector } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import type { Client } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { installCrd, startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
 import {
   CM,
   clearFinalizers,
   configMap,
+  crd,
   EVENT,
   eventually,
   find,
@@ -225,5 +226,43 @@ describe("garbage collector", () => {
     expect(delta("delete")).toBe(n);
     expect(delta("get")).toBe(0);
     expect(delta("list")).toBe(0);
+  });
+
+  it("follows kinds added after it started: custom resources as owners and dependents", async () => {
+    await installCrd(client, crd("widgets", "Widget"));
+    await installCrd(client, crd("clusterthings", "ClusterThing", "Cluster"));
+    const WIDGET = { apiVersion: "example.com/v1", kind: "Widget" };
+    const THING = { apiVersion: "example.com/v1", kind: "ClusterThing" };
+    const ns = await freshNamespace(client);
+    const widget = await client.create<KubeObject>({
+      ...WIDGET,
+      metadata: { name: "w", namespace: ns },
+      spec: { size: 1 },
+    });
+    await configMap(client, ns, "dep-of-widget", { owners: [refTo(widget)] });
+    const cmOwner = await configMap(client, ns, "cm-owner");
+    await client.create({
+      ...WIDGET,
+      metadata: { name: "widget-dep", namespace: ns, ownerReferences: [refTo(cmOwner)] },
+    });
+    const thing = await client.create<KubeObject>({
+      ...THING,
+      metadata: { name: `${ns}-thing` },
+    });
+    await configMap(client, ns, "dep-of-thing", { owners: [refTo(thing)] });
+    await sleep(300);
+    expect(await gone(client, CM, "dep-of-widget", ns)).toBe(false);
+    expect(await gone(client, CM, "dep-of-thing", ns)).toBe(false);
+
+    await client.delete(WIDGET, "w", ns);
+    await client.delete(CM, "cm-owner", ns);
+    await client.delete(THING, `${ns}-thing`);
+    await eventually(
+      async () =>
+        (await gone(client, CM, "dep-of-widget", ns)) &&
+        (await gone(client, WIDGET, "widget-dep", ns)) &&
+        (await gone(client, CM, "dep-of-thing", ns)),
+      "dependents of and among custom resources collected",
+    );
   });
 });

@@ -12,11 +12,12 @@ import {
   NAMESPACE_CONDITION_TYPES,
 } from "../../src/controllers/namespace.ts";
 import { type Client, isForbidden } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { installCrd, startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
 import {
   CM,
   clearFinalizers,
   configMap,
+  crd,
   eventually,
   find,
   freshNamespace,
@@ -112,6 +113,32 @@ describe("namespace controller", () => {
     await expect(configMap(client, ns, "late")).rejects.toSatisfy(isForbidden);
 
     await clearFinalizers(client, CM, "held", ns);
+    await eventually(() => gone(client, NS, ns), "namespace removed");
+  });
+  it("deletes custom resources in the namespace, waiting on their finalizers", async () => {
+    await installCrd(client, crd("gadgets", "Gadget"));
+    const GADGET = { apiVersion: "example.com/v1", kind: "Gadget" };
+    const ns = await freshNamespace(client);
+    for (let i = 0; i < 3; i++) {
+      await client.create({ ...GADGET, metadata: { name: `g-${i}`, namespace: ns }, spec: { i } });
+    }
+    await client.create({
+      ...GADGET,
+      metadata: { name: "held", namespace: ns, finalizers: ["example.com/hold"] },
+    });
+    await configMap(client, ns, "cm");
+    await client.delete(NS, ns);
+    const waiting = await eventually(async () => {
+      const o = await find(client, NS, ns);
+      return condition(o, "NamespaceContentRemaining")?.status === "True" ? o : undefined;
+    }, "NamespaceContentRemaining");
+    expect(condition(waiting, "NamespaceContentRemaining")?.message).toBe(
+      "Some resources are remaining: gadgets.example.com has 1 resource instances",
+    );
+    const left = await client.list<KubeObject>(GADGET, { namespace: ns });
+    expect(left.items.map((o) => o.metadata.name)).toEqual(["held"]);
+    expect(await gone(client, CM, "cm", ns)).toBe(true);
+    await clearFinalizers(client, GADGET, "held", ns);
     await eventually(() => gone(client, NS, ns), "namespace removed");
   });
 });
