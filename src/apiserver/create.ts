@@ -7,7 +7,7 @@ import { convertToStorage } from "./codec.ts";
 import type { RequestScope } from "./context.ts";
 import { recordUpdate } from "./fieldmanager.ts";
 import { objectKey } from "./keys.ts";
-import { applyDefaults, prepareCreate, validateCreate } from "./lifecycle.ts";
+import { applyDefaults, checkLimits, prepareCreate, validateCreate } from "./lifecycle.ts";
 import { respondObject } from "./respond.ts";
 import { storeCreate } from "./writes.ts";
 
@@ -51,6 +51,7 @@ export async function prepareNewObject(
       name: obj.metadata.name ?? "",
     });
   }
+  checkLimits(obj, def);
   prepareCreate(obj, def, version, now);
   if (trackFields) {
     recordUpdate(null, obj, version.schema, {

@@ -14,6 +14,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from "../api/validation.ts";
+import { checkObjectLimits } from "../registry/objectlimits.ts";
 import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
 import { applySchemaDefaults } from "./schemawalk.ts";
 
@@ -140,6 +141,21 @@ export function applyDefaults(
 
 function invalid(def: ResourceDefinition, obj: KubeObject, causes: StatusCause[]) {
   return errors.invalid(def.names.kind, obj.metadata.name ?? "", causes, def.group);
+}
+
+/**
+ * 422 when an object to be written is nested too deeply or holds too many values
+ * (src/registry/objectlimits.ts): checked before field management, defaulting and
+ * validation, whose walks over the object would otherwise do the work first.
+ */
+export function checkLimits(obj: unknown, def: ResourceDefinition): void {
+  const cause = checkObjectLimits(obj);
+  if (!cause) return;
+  const name =
+    typeof obj === "object" && obj !== null && "metadata" in obj
+      ? ((obj as KubeObject).metadata?.name ?? "")
+      : "";
+  throw errors.invalid(def.names.kind, name, [cause], def.group);
 }
 
 /** 422 unless the new object's metadata and the type's rules accept it. */

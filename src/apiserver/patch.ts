@@ -27,6 +27,7 @@ import { bindNamespace } from "./create.ts";
 import { type Decoded, decodeJson, decodeYaml, unsupportedBodyType } from "./decode.ts";
 import { applyObject } from "./fieldmanager.ts";
 import { objectKey } from "./keys.ts";
+import { checkLimits } from "./lifecycle.ts";
 import { parseMediaType, readBody } from "./request.ts";
 import { respondObject } from "./respond.ts";
 import { checkName, decideUpdate, type UpdatePlan } from "./update.ts";
@@ -119,6 +120,8 @@ export async function patchResource(scope: RequestScope): Promise<void> {
   const manager = fieldManager(scope, "PatchOptions");
   const raw = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
   const patch = decodePatch(type, raw);
+  // The walks of an apply (field sets, merge, comparison) only ever see a configuration within the limits.
+  if (type === "apply") checkLimits(patch.value, def);
   const key = objectKey(def, scope.namespace, scope.name!);
   const plan: UpdatePlan = { manager, allowCreate: type === "apply", apply: type === "apply" };
   const warningsBefore = scope.warnings.length;

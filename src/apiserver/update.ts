@@ -17,6 +17,7 @@ import { objectKey } from "./keys.ts";
 import {
   applyDefaults,
   bumpGeneration,
+  checkLimits,
   prepareUpdate,
   readyToRemove,
   sameObject,
@@ -91,6 +92,7 @@ export async function decideUpdate(
       def.group,
     );
   }
+  checkLimits(candidate, def);
   let next: KubeObject;
   const sub = scope.subresource;
   if (sub === undefined) {

@@ -16,12 +16,10 @@ import type { Schema } from "../../api/schema.ts";
 import type { StatusCause } from "../../api/status.ts";
 import { fieldErrors } from "../../api/validation.ts";
 import { objectMetaSchema } from "../builtin/meta.ts";
+import { checkObjectLimits, MAX_OBJECT_DEPTH } from "../objectlimits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
-/** Deepest nesting of an object the server validates (deeper objects are refused first). */
-export const MAX_OBJECT_DEPTH = 128;
-/** Most values (objects, arrays and scalars) in one object the server validates. */
-export const MAX_OBJECT_NODES = 250_000;
+export { checkObjectLimits, MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../objectlimits.ts";
 /** How many compiled schemas are kept (one per CRD version and generation). */
 export const SCHEMA_CACHE_SIZE = 256;
 
@@ -185,41 +183,6 @@ function toAjv(s: Schema, root: boolean, nested: boolean): Record<string, unknow
   if (s.oneOf) out.oneOf = s.oneOf.map((x) => toAjv(x, false, true));
   if (s.not) out.not = toAjv(s.not, false, true);
   return out;
-}
-
-/**
- * A cause if `obj` is nested deeper than MAX_OBJECT_DEPTH or holds more than
- * MAX_OBJECT_NODES values; checked without recursion, before any other work.
- */
-export function checkObjectLimits(obj: unknown): StatusCause | undefined {
-  const stack: { v: unknown; depth: number; path: string }[] = [{ v: obj, depth: 0, path: "" }];
-  let nodes = 0;
-  while (stack.length > 0) {
-    const { v, depth, path } = stack.pop() as { v: unknown; depth: number; path: string };
-    nodes++;
-    if (nodes > MAX_OBJECT_NODES) {
-      return fieldErrors.forbidden(
-        "",
-        `the object has more than ${MAX_OBJECT_NODES} values, the most the server validates`,
-      );
-    }
-    if (depth > MAX_OBJECT_DEPTH) {
-      return fieldErrors.forbidden(
-        path,
-        `the object is nested deeper than ${MAX_OBJECT_DEPTH} levels, the most the server validates`,
-      );
-    }
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        stack.push({ v: v[i], depth: depth + 1, path: depth < 8 ? indexPath(path, i) : path });
-      }
-    } else if (isObject(v)) {
-      for (const k of Object.keys(v)) {
-        stack.push({ v: v[k], depth: depth + 1, path: depth < 8 ? childPath(path, k) : path });
-      }
-    }
-  }
-  return undefined;
 }
 
 /** Walks a JSON pointer through `obj`, building Kubernetes' field path. */
