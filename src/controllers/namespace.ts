@@ -204,6 +204,8 @@ export class NamespaceController implements BuiltinController {
       .for(NAMESPACE)
       .withOptions({
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_NAMESPACE_WORKERS,
+        // Published on the leader's Lease (it sits in spec.finalizers, not metadata).
+        finalizers: [NAMESPACE_FINALIZER],
       })
       .complete((req, ctx) => this.reconcile(req.name, ctx));
   }

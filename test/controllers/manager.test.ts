@@ -89,6 +89,10 @@ describe("controller manager", () => {
     expect((lease.spec as { holderIdentity?: string }).holderIdentity).toBe(
       leader.manager.identity,
     );
+    // The finalizers the built-in loops remove are declared on it.
+    expect(lease.metadata.annotations?.["setpoint.dev/finalizers"]).toBe(
+      "foregroundDeletion,kubernetes,orphan",
+    );
 
     const ns = await freshNamespace(client);
     await ownerWithDependents(ns, 5);

@@ -198,6 +198,8 @@ export class GarbageCollector implements BuiltinController {
         name: GARBAGE_COLLECTOR,
         reconciler: (req, ctx) => this.reconcile(req.name, ctx),
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_GC_WORKERS,
+        // Published on the leader's Lease, so tools can tell these are handled.
+        finalizers: [FINALIZER_ORPHAN, FINALIZER_FOREGROUND],
       },
       [],
     );
