@@ -32,6 +32,7 @@ import {
 } from "../../src/api/index.ts";
 import {
   createOrUpdate,
+  generationChanged,
   isAlreadyExists,
   isConflict,
   isControlledBy,
@@ -114,12 +115,13 @@ const namespaceChanged: Predicate<Namespace> = or(labelChanged<Namespace>(), {
   update: (o, n) => terminating(o) !== terminating(n),
 });
 
+// #region register
 /** Registers the controller with `mgr`. */
 export function addConfigMapSetController(mgr: Manager, opts: ControllerOptions = {}): Controller {
   const sets = mgr.cache.informerFor<ConfigMapSet>(ConfigMapSetKind);
   return mgr
     .controller(CONTROLLER_NAME)
-    .for(ConfigMapSetKind, { predicates: [generationChangedOrDeleted()] })
+    .for(ConfigMapSetKind, { predicates: [generationChanged<ConfigMapSet>()] })
     .owns(ConfigMapKind, { scope: MANAGED_SCOPE })
     .watches(
       NamespaceKind,
@@ -129,11 +131,7 @@ export function addConfigMapSetController(mgr: Manager, opts: ControllerOptions 
     .withOptions(opts)
     .complete(reconcileConfigMapSet);
 }
-
-/** Spec changes (generation) only; creates and deletes always pass. */
-function generationChangedOrDeleted(): Predicate<ConfigMapSet> {
-  return { update: (o, n) => o.metadata.generation !== n.metadata.generation };
-}
+// #endregion
 
 /** What one pass over the namespaces found. */
 interface Pass {
@@ -143,6 +141,7 @@ interface Pass {
   failed: { namespace: string; error: unknown }[];
 }
 
+// #region reconcile
 /** Reconciles one ConfigMapSet (see the module doc). */
 export async function reconcileConfigMapSet(
   req: Request,
@@ -177,6 +176,7 @@ export async function reconcileConfigMapSet(
     );
     throw new TerminalError(message, { reason: "InvalidSelector" });
   }
+  // #endregion
 
   const namespaces = (await ctx.reader.list<Namespace>(NamespaceKind)).items;
   const pass: Pass = { matching: 0, ready: 0, foreign: [], failed: [] };
@@ -210,6 +210,7 @@ export async function reconcileConfigMapSet(
   return pass.foreign.length > 0 ? { requeueAfter: FOREIGN_RECHECK_MS } : undefined;
 }
 
+// #region ensure
 /**
  * Makes the ConfigMap in `namespace` as the set wants it. Returns false when a
  * ConfigMap of that name belongs to someone else.
@@ -243,6 +244,7 @@ async function ensureConfigMap(
     throw e;
   }
 }
+// #endregion
 
 /** Deletes the set's ConfigMap from `namespace` if the set controls one there. */
 async function removeConfigMap(
@@ -291,6 +293,7 @@ function readyCondition(set: ConfigMapSet, pass: Pass): ReadyCondition {
   };
 }
 
+// #region status
 /** Writes the status the pass implies, if it differs from the status the set has. */
 async function writeStatus(
   ctx: ReconcileContext,
@@ -306,6 +309,7 @@ async function writeStatus(
   setStatusCondition(draft, { type: "Ready", ...ready });
   await updateStatusIfChanged(ctx.client, set, draft.status);
 }
+// #endregion
 
 function retryableError(e: unknown): boolean {
   return isTransient(e) || isConflict(e) || isAlreadyExists(e) || isNotFound(e);

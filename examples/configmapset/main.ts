@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     },
   });
   const log = createLogger({ name: CONTROLLER_NAME });
+  // #region manager
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
   const mgr = new Manager({
     restConfig,
@@ -93,6 +94,7 @@ async function main(): Promise<void> {
     "running",
   );
   await mgr.done;
+  // #endregion
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,0 +1,174 @@
+/**
+ * docs/runtime.md: every code block in it is a region of a real file (named in
+ * a `<!-- code: path#region -->` comment above the block) and still matches
+ * it; the guide's own files run here against a real apiserver (the example's
+ * files run in the example's tests).
+ */
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Client, Manager, silentLogger } from "../../../src/runtime/index.ts";
+import { startTestEnv, type TestEnv } from "../../../src/runtime/testenv.ts";
+import { type ConfigMap, ConfigMapKind } from "../types.ts";
+import { clientTour } from "./client.ts";
+import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";
+import { informerTour } from "./informer.ts";
+
+const ROOT = new URL("../../../", import.meta.url);
+const GUIDE = "docs/runtime.md";
+
+interface Block {
+  /** Line of the opening fence. */
+  line: number;
+  lang: string;
+  code: string;
+  /** "path#region" or "path" from the comment above, if any. */
+  source?: string;
+}
+
+/** The fenced code blocks of a Markdown text, with the `code:` comment above each. */
+function codeBlocks(markdown: string): Block[] {
+  const lines = markdown.split("\n");
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)\s*$/.exec(lines[i]);
+    if (!open) continue;
+    const start = i;
+    const body: string[] = [];
+    for (i++; i < lines.length && !/^```\s*$/.test(lines[i]); i++) body.push(lines[i]);
+    let j = start - 1;
+    while (j >= 0 && lines[j].trim() === "") j--;
+    const marker = j >= 0 ? /^<!-- code: (\S+) -->$/.exec(lines[j].trim()) : null;
+    blocks.push({ line: start + 1, lang: open[1], code: body.join("\n"), source: marker?.[1] });
+  }
+  return blocks;
+}
+
+/** Lines between `// #region name` and the next `// #endregion`, dedented. */
+function region(text: string, name: string): string | undefined {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.trim() === `// #region ${name}`);
+  if (start < 0) return undefined;
+  const end = lines.findIndex((l, i) => i > start && l.trim() === "// #endregion");
+  if (end < 0) return undefined;
+  const body = lines.slice(start + 1, end);
+  const indent = Math.min(
+    ...body.filter((l) => l.trim() !== "").map((l) => l.length - l.trimStart().length),
+  );
+  return body.map((l) => l.slice(indent)).join("\n");
+}
+
+function read(path: string): string {
+  return readFileSync(new URL(path, ROOT), "utf8");
+}
+
+describe("docs/runtime.md", () => {
+  const blocks = codeBlocks(read(GUIDE));
+
+  it("has code blocks, and each names the file region it shows", () => {
+    expect(blocks.length).toBeGreaterThan(5);
+    // The one diagram is plain text; everything else is code from a file.
+    const unsourced = blocks.filter((b) => !b.source && b.lang !== "");
+    expect(unsourced.map((b) => `line ${b.line}`)).toEqual([]);
+  });
+
+  it.each(blocks.filter((b) => b.source).map((b) => [b.source as string, b] as const))(
+    "%s matches its file",
+    (source, block) => {
+      const [path, name] = source.split("#");
+      const text = read(path);
+      const want = name === undefined ? text : region(text, name);
+      expect(want, `no region ${name} in ${path}`).toBeDefined();
+      expect(block.code.trimEnd()).toBe(want?.trimEnd());
+    },
+  );
+});
+
+describe("the guide's examples against a real apiserver", () => {
+  let env: TestEnv;
+  let client: Client;
+  beforeAll(async () => {
+    env = await startTestEnv();
+    client = new Client(env.config);
+    for (const name of ["guide-client", "guide-informer", "guide-audit"]) {
+      await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    }
+  });
+  afterAll(async () => {
+    client?.close();
+    await env?.stop();
+  });
+
+  it("client: create, get, list, update, patch, apply, not found, delete", async () => {
+    const log = await clientTour(client, "guide-client");
+    expect(log[0]).toMatch(/^created at resourceVersion \d+$/);
+    expect(log.slice(1)).toEqual(["listed 1", "missing is not found"]);
+    const gone = await client.get(ConfigMapKind, "app-config", "guide-client").catch((e) => e);
+    expect((gone as { status?: { code?: number } }).status?.code).toBe(404);
+  });
+
+  it("informer: events, an index, frozen objects", async () => {
+    const ns = "guide-informer";
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "web-1", namespace: ns, labels: { app: "web" } },
+      data: { mode: "fast" },
+    });
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "other", namespace: ns },
+      data: { mode: "fast" },
+    });
+    const seen = await informerTour(client, ns, async () => {
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "web-2", namespace: ns, labels: { app: "web" } },
+        data: { mode: "fast" },
+      });
+      await client.delete(ConfigMapKind, "web-2", ns);
+    });
+    expect(seen.events).toEqual(["add web-1", "add web-2", "delete web-2"]);
+    expect(seen.fast).toEqual(["web-1"]);
+    expect(seen.frozen).toBe(true);
+    expect(seen.cloneMode).toBe("slow");
+  });
+
+  it("finalizer: cleanup recorded before the object goes", async () => {
+    const ns = "guide-audit";
+    const mgr = new Manager({ restConfig: env.config, logger: silentLogger() });
+    addAuditController(mgr);
+    const stop = new AbortController();
+    await mgr.start(stop.signal);
+    try {
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "precious", namespace: ns, labels: { [AUDIT_LABEL]: "true" } },
+      });
+      await vi.waitFor(
+        async () => {
+          const cm = await client.get<ConfigMap>(ConfigMapKind, "precious", ns);
+          expect(cm.metadata.finalizers).toEqual([AUDIT_FINALIZER]);
+        },
+        { timeout: 5_000, interval: 20 },
+      );
+      const uid = (await client.get<ConfigMap>(ConfigMapKind, "precious", ns)).metadata.uid;
+      await client.delete(ConfigMapKind, "precious", ns);
+      await vi.waitFor(
+        async () => {
+          const log = await client.get<ConfigMap>(ConfigMapKind, "audit-log", ns);
+          expect(log.data).toEqual({ precious: `deleted (uid ${uid})` });
+          const gone = await client.get(ConfigMapKind, "precious", ns).catch((e) => e);
+          expect((gone as { status?: { code?: number } }).status?.code).toBe(404);
+        },
+        { timeout: 5_000, interval: 20 },
+      );
+      expect(mgr.finalizers()).toEqual([AUDIT_FINALIZER]);
+    } finally {
+      stop.abort();
+      await mgr.done;
+    }
+  });
+});
