@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { deepClone, type KubeObject } from "../../src/api/index.ts";
+import type { ControllerManager } from "../../src/controllers/index.ts";
 import {
   type Client,
   findCondition,
@@ -17,6 +18,7 @@ import {
 import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
 import { addConfigMapSetController } from "./controller.ts";
+import { startBuiltinControllers } from "./guide/builtins.ts";
 import {
   type ConfigMap,
   ConfigMapKind,
@@ -35,9 +37,11 @@ let env: TestEnv;
 let mgr: Manager;
 let user: Client;
 let stop: AbortController;
+let builtins: ControllerManager;
 
 beforeAll(async () => {
   env = await startTestEnv({ crds: [configMapSetCrd()] });
+  builtins = await startBuiltinControllers(env);
   user = env.client;
   mgr = new Manager({ restConfig: env.config, logger: silentLogger() });
   addConfigMapSetController(mgr);
@@ -48,6 +52,7 @@ beforeAll(async () => {
 afterAll(async () => {
   stop?.abort();
   await mgr?.done;
+  await builtins?.stop();
   await env?.stop();
 });
 
@@ -333,7 +338,7 @@ describe("ConfigMapSet controller", () => {
     await waitReady(name, 0);
   });
 
-  it("names the set as controlling owner, so deleting the set lets its ConfigMaps go", async () => {
+  it("names the set as controlling owner, so deleting the set deletes its ConfigMaps", async () => {
     const team = unique("team");
     const [a, b] = [unique("ns-a"), unique("ns-b")];
     await createNamespace(a, { team });
@@ -351,13 +356,36 @@ describe("ConfigMapSet controller", () => {
       expect(ref?.blockOwnerDeletion).toBe(true);
     }
     await user.delete(ConfigMapSetKind, name);
+    // The garbage collector deletes the dependents of an owner that is gone.
     await vi.waitFor(async () => {
-      await expect(getSet(name)).rejects.toSatisfy(isNotFound);
+      expect(await getConfigMap(name, a)).toBeUndefined();
+      expect(await getConfigMap(name, b)).toBeUndefined();
     }, WAIT);
     // The controller does not recreate anything for a set that is gone.
     const before = mgr.client.stats.byVerb.create ?? 0;
     await new Promise((r) => setTimeout(r, 200));
     expect(mgr.client.stats.byVerb.create ?? 0).toBe(before);
+    expect(await getConfigMap(name, a)).toBeUndefined();
+  });
+
+  it("stops counting a namespace being deleted, which goes with its ConfigMap", async () => {
+    const team = unique("team");
+    const [stays, goes] = [unique("ns-stays"), unique("ns-goes")];
+    await createNamespace(stays, { team });
+    await createNamespace(goes, { team });
+    const name = unique("shrink");
+    await createSet(name, {
+      namespaceSelector: { matchLabels: { team } },
+      template: { data: { k: "v" } },
+    });
+    await waitReady(name, 2);
+    await user.delete(NamespaceKind, goes);
+    await waitReady(name, 1);
+    // The namespace controller empties it (our ConfigMap included) and it goes.
+    await vi.waitFor(async () => {
+      await expect(user.get(NamespaceKind, goes)).rejects.toSatisfy(isNotFound);
+    }, WAIT);
+    expect((await getConfigMap(name, stays))?.data).toEqual({ k: "v" });
   });
 
   it("writes nothing at steady state, even when every key is reconciled again", async () => {
