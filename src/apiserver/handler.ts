@@ -40,6 +40,7 @@ import { Query } from "./request.ts";
 import { negotiateRenderer } from "./respond.ts";
 import { writeError, writeObject, writeRaw } from "./response.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
+import { getScale, patchScale, updateScale } from "./scale.ts";
 import { updateResource } from "./update.ts";
 import { serveWatch } from "./watch.ts";
 import { WatchCacheSet } from "./watchcaches.ts";
@@ -301,6 +302,7 @@ async function serveResource(
   let served: readonly string[];
   if (route.subresource === undefined) served = resourceVerbs(def);
   else if (route.subresource === "status" && version.statusSubresource) served = STATUS_VERBS;
+  else if (route.subresource === "scale" && version.scale) served = STATUS_VERBS;
   else {
     const extra = def.subresources?.find((s) => s.name === route.subresource);
     if (!extra) throw notFound();
@@ -344,6 +346,11 @@ async function serveResource(
     );
   }
 
+  if (scope.subresource === "scale") {
+    if (verb === "get") return getScale(scope);
+    if (verb === "update") return updateScale(scope);
+    return patchScale(scope);
+  }
   switch (verb) {
     case "get":
       return getResource(scope);

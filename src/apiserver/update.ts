@@ -95,11 +95,18 @@ export async function decideUpdate(
   checkLimits(candidate, def);
   let next: KubeObject;
   const sub = scope.subresource;
-  if (sub === undefined) {
+  if (sub === undefined || sub === "scale") {
+    // A scale write is a write of the main resource with only the replicas changed.
     next = deepClone(candidate);
     prepareUpdate(next, current, def, version);
   } else if (sub === "status") {
     next = statusUpdate(deepClone(candidate), current);
+    if (plan.apply) {
+      // The apply recorded its ownership in the candidate's managedFields.
+      const managed = candidate.metadata.managedFields;
+      if (managed) next.metadata.managedFields = deepClone(managed);
+      else delete next.metadata.managedFields;
+    }
   } else {
     const extra = def.subresources?.find((s) => s.name === sub);
     if (!extra) throw errors.notFound(scope.subject);

@@ -18,10 +18,13 @@ spec:
   - name: v1
     served: true
     storage: true
-    subresources: {status: {}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.ready}
     additionalPrinterColumns:
     - {name: Image, type: string, jsonPath: .spec.image}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Max, type: integer, jsonPath: .spec.maxReplicas, priority: 1}
     schema:
       openAPIV3Schema:
         type: object
@@ -36,6 +39,11 @@ spec:
               image: {type: string, description: The container image to run.}
               replicas: {type: integer, default: 1}
               maxReplicas: {type: integer, default: 5}
+              probe:
+                type: object
+                description: How the web app is checked.
+                properties:
+                  path: {type: string, description: The HTTP path probed for readiness.}
           status:
             type: object
             properties:
@@ -185,6 +193,52 @@ current-context: x
     const all = await kubectl("get", "all");
     // The only kind in the category here, so kubectl prints its table without a kind prefix.
     expect(all.out).toMatch(/^NAME\s+IMAGE\s+REPLICAS\s+AGE\nweb\s+nginx\s+2\s/);
+  });
+
+  it("prints priority-1 columns only with -o wide", async () => {
+    const wide = await kubectl("get", "webapps", "-o", "wide");
+    expect(wide.out).toMatch(/^NAME\s+IMAGE\s+REPLICAS\s+MAX\s+AGE\n/);
+    expect(wide.out).toMatch(/\nweb\s+nginx\s+2\s+5\s+\d+s\n/);
+  });
+
+  it("explains nested fields", async () => {
+    const ex = await kubectl("explain", "wa.spec.probe.path");
+    expect(ex.err).toBe("");
+    expect(ex.out).toMatch(/FIELD:\s+path <string>/);
+    expect(ex.out).toContain("The HTTP path probed for readiness.");
+    const parent = await kubectl("explain", "webapp.spec.probe");
+    expect(parent.out).toContain("How the web app is checked.");
+  });
+
+  it("scales through the scale subresource, with the object's rules applied", async () => {
+    const scaled = await kubectl("scale", "webapp", "web", "--replicas=4");
+    expect(scaled.err).toBe("");
+    expect(scaled.out).toContain("webapp.example.com/web scaled");
+    const got = await kubectl(
+      "get",
+      "wa",
+      "web",
+      "-o",
+      "jsonpath={.spec.replicas} {.metadata.generation}",
+    );
+    const [replicas, generation] = got.out.split(" ");
+    expect(replicas).toBe("4");
+    expect(Number(generation)).toBeGreaterThan(1);
+    const scale = JSON.parse(
+      (await kubectl("get", "--raw", "/apis/example.com/v1/namespaces/default/webapps/web/scale"))
+        .out,
+    );
+    expect(scale).toMatchObject({
+      kind: "Scale",
+      apiVersion: "autoscaling/v1",
+      metadata: { name: "web", namespace: "default" },
+      spec: { replicas: 4 },
+      status: { replicas: 2 },
+    });
+    // Past maxReplicas: the CEL rule refuses it.
+    const tooMany = await kubectl("scale", "webapp", "web", "--replicas=9");
+    expect(tooMany.code).not.toBe(0);
+    expect(tooMany.err).toContain("replicas must be at most maxReplicas");
   });
 
   it("deletes the CRD and its objects", async () => {
