@@ -93,6 +93,31 @@ function applyPatch(
   }
 }
 
+/**
+ * The configuration of an apply without what the addressed (sub)resource resets
+ * (Kubernetes' reset fields): `.status` on the main resource of a version with a
+ * status subresource, everything but `.status` on `/status`. The applier neither
+ * sets nor owns those fields.
+ */
+function withoutResetFields(scope: RequestScope, applied: KubeObject): KubeObject {
+  if (scope.subresource === "status") {
+    const { name, namespace, resourceVersion } = applied.metadata;
+    const out: KubeObject = {
+      apiVersion: applied.apiVersion,
+      kind: applied.kind,
+      metadata: {
+        ...(name !== undefined ? { name } : {}),
+        ...(namespace !== undefined ? { namespace } : {}),
+        ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      },
+    };
+    if (applied.status !== undefined) out.status = applied.status;
+    return out;
+  }
+  if (scope.subresource === undefined && scope.version.statusSubresource) delete applied.status;
+  return applied;
+}
+
 /** Handles PATCH on an object or one of its subresources. */
 export async function patchResource(scope: RequestScope): Promise<void> {
   const { def } = scope;
@@ -131,7 +156,7 @@ export async function patchResource(scope: RequestScope): Promise<void> {
     scope.warnings.length = warningsBefore;
     let patched: unknown;
     if (type === "apply") {
-      const applied = checkTypeMeta(scope, deepClone(patch.value));
+      const applied = withoutResetFields(scope, checkTypeMeta(scope, deepClone(patch.value)));
       validateFields(scope, applied, patch.duplicates, mode);
       checkName(scope, applied);
       bindNamespace(scope, applied);
