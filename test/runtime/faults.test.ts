@@ -6,7 +6,8 @@
  * from a fixed seed, answers 500s and 409s, loses the answers of committed
  * writes, cuts watches, loses watch events in transit and expires watch resumes
  * (410, forcing a re-list). Meanwhile a user relabels namespaces, edits
- * templates, tampers with managed ConfigMaps and creates namespaces, and the
+ * templates, tampers with managed ConfigMaps, deletes and recreates sets (the
+ * garbage collector removes the old ConfigMaps) and creates namespaces, and the
  * controller is killed (no drain) and restarted mid-run, missing the changes
  * made while it was down. Every committed write goes through the proxy and is
  * recorded with the object's content afterwards.
@@ -24,6 +25,7 @@ import {
   type Namespace,
   NamespaceKind,
 } from "../../examples/configmapset/types.ts";
+import { createControllerManager } from "../../src/controllers/index.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { isNotFound, retryOnConflict } from "../../src/runtime/errors.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
@@ -134,8 +136,8 @@ class User {
     this.namespaces.push(name);
   }
 
-  async createSets(): Promise<void> {
-    const specs: ConfigMapSet["spec"][] = [
+  specs(): ConfigMapSet["spec"][] {
+    return [
       { namespaceSelector: { matchLabels: { team: "blue" } }, template: { data: { v: "0" } } },
       {
         namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }] },
@@ -149,6 +151,10 @@ class User {
       },
       { namespaceSelector: {}, template: { data: { everywhere: "yes" } } },
     ];
+  }
+
+  async createSets(): Promise<void> {
+    const specs = this.specs();
     for (let i = 0; i < this.sets.length; i++) {
       await this.client.create(configMapSet(this.sets[i], specs[i]));
     }
@@ -175,11 +181,23 @@ class User {
         };
         await this.client.update(cur);
       });
-    } else if (r < 0.9) {
+    } else if (r < 0.88) {
       await this.tamper();
+    } else if (r < 0.94) {
+      await this.recreateSet(i);
     } else {
       await this.createNamespace();
     }
+  }
+
+  /** Deletes a set and creates it again (a new UID): its old ConfigMaps are garbage. */
+  private async recreateSet(i: number): Promise<void> {
+    const index = Math.floor(this.random() * this.sets.length);
+    const name = this.sets[index];
+    await this.client.delete(ConfigMapSetKind, name);
+    const spec = this.specs()[index];
+    spec.template = { ...spec.template, data: { v: String(i) } };
+    await this.client.create(configMapSet(name, spec));
   }
 
   /** Changes a managed ConfigMap by hand, if there is one where we look. */
@@ -219,6 +237,14 @@ describe("ConfigMapSet under faults", () => {
       const proxy: FaultProxy = await startFaultProxy(env.url, SUBJECT_AGENT, { seed, ...PLAN });
       const userClient = new Client({ server: proxy.url, userAgent: "faults-user" });
       const user = new User(userClient, seed);
+      // The garbage collector deletes the ConfigMaps of deleted sets (not faulted).
+      const builtins = createControllerManager({
+        restConfig: { server: proxy.url, userAgent: "builtin-controllers" },
+        logger: silentLogger(),
+        disabled: ["namespace", "event-ttl"],
+        gc: { discoveryIntervalMs: 1_000 },
+      });
+      await builtins.start();
       let running = startController(proxy.url);
       try {
         for (let i = 0; i < NAMESPACES; i++) await user.createNamespace();
@@ -278,6 +304,7 @@ describe("ConfigMapSet under faults", () => {
         await running.mgr.stop();
         running.client.close();
         userClient.close();
+        await builtins.stop();
         await proxy.close();
         await env.stop();
       }

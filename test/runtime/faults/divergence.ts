@@ -27,6 +27,13 @@ export async function divergence(client: Client): Promise<string | undefined> {
       c,
     ]),
   );
+  const uids = new Set(sets.map((s) => s.metadata.uid));
+  for (const cm of cms.values()) {
+    const owner = cm.metadata.ownerReferences?.find((r) => r.controller);
+    if (owner?.kind === "ConfigMapSet" && !uids.has(owner.uid)) {
+      return `ConfigMap ${cm.metadata.namespace}/${cm.metadata.name} is controlled by a set that is gone`;
+    }
+  }
   for (const set of sets) {
     const name = set.metadata.name ?? "";
     const sel = labelSelectorFromMetav1(set.spec.namespaceSelector);
