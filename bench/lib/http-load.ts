@@ -79,14 +79,17 @@ export class HttpClient {
 }
 
 const NEWLINE = 0x0a;
+const DASH = 0x2d;
 
 /**
  * One watch stream. Counts event lines (a JSON line holds no raw newline), and for
- * each event finds the object's name after `"name":"<prefix>` to hand the number
- * that follows it to `onEvent` (the sequence number the writer put in the name).
+ * each event whose object is named `<prefix><seq>-<µs>` hands µs (the time the
+ * writer sent the create, in microseconds since the epoch) to `onEvent`.
  */
 export class CountingWatch {
   events = 0;
+  /** Chunks of data received (each a read from the socket). */
+  chunks = 0;
   ended: "no" | "end" | "error" = "no";
   #tail: Buffer | undefined;
   readonly #marker: Buffer;
@@ -94,7 +97,7 @@ export class CountingWatch {
 
   constructor(
     namePrefix: string,
-    readonly onEvent: (seq: number) => void,
+    readonly onEvent: (sentMicros: number) => void,
   ) {
     this.#marker = Buffer.from(`"name":"${namePrefix}`);
   }
@@ -140,6 +143,7 @@ export class CountingWatch {
   }
 
   #data(chunk: Buffer): void {
+    this.chunks++;
     let start = 0;
     if (this.#tail) {
       // Only the line cut at the previous chunk's end is copied to be joined.
@@ -167,13 +171,15 @@ export class CountingWatch {
     this.events++;
     const at = buf.indexOf(this.#marker, start);
     if (at < 0 || at >= nl) return;
-    let seq = 0;
-    for (let i = at + this.#marker.length; i < nl; i++) {
+    let i = at + this.#marker.length;
+    while (i < nl && buf[i] !== DASH) i++;
+    let micros = 0;
+    for (i++; i < nl; i++) {
       const d = buf[i] - 48;
       if (d < 0 || d > 9) break;
-      seq = seq * 10 + d;
+      micros = micros * 10 + d;
     }
-    this.onEvent(seq);
+    this.onEvent(micros);
   }
 
   close(): void {
