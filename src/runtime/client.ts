@@ -1,8 +1,11 @@
 /**
  * The runtime's HTTP client for any Kubernetes-compatible API server: typed
- * get/list/watch/create/update/patch/apply/delete for built-in and custom kinds,
- * over keep-alive connections, with bearer tokens, client certificates and a CA.
- * Every non-2xx answer becomes an ApiError carrying the server's Status.
+ * get/list/watch/create/update/patch/apply/delete/deleteCollection for built-in
+ * and custom kinds (and their subresources), discovery of every served
+ * resource, and `raw` requests for the paths no typed verb covers (`/version`,
+ * `/livez`, `/readyz`, the discovery roots), all over keep-alive connections,
+ * with bearer tokens, client certificates and a CA. Every non-2xx answer to a
+ * typed verb becomes an ApiError carrying the server's Status.
  */
 import { readFileSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
@@ -10,7 +13,7 @@ import https from "node:https";
 import type { Readable } from "node:stream";
 import type { KubeList, KubeObject } from "../api/meta.ts";
 import { isStatus, type Status } from "../api/status.ts";
-import { Discovery, type ResourceInfo, type TypeRef } from "./discovery.ts";
+import { Discovery, type ResourceInfo, type ServerResources, type TypeRef } from "./discovery.ts";
 import {
   ApiError,
   isTooManyRequests,
@@ -24,7 +27,7 @@ import { type LoadKubeconfigOptions, loadKubeconfig, type RestConfig } from "./k
 import { TokenBucket } from "./throttle.ts";
 import { WatchStream } from "./watchstream.ts";
 
-export type { ResourceInfo, TypeRef } from "./discovery.ts";
+export type { ResourceInfo, ServedResource, ServerResources, TypeRef } from "./discovery.ts";
 export type { RestConfig } from "./kubeconfig.ts";
 export type { WatchEvent } from "./watchstream.ts";
 export { WatchStream } from "./watchstream.ts";
@@ -62,6 +65,8 @@ export interface GetOptions extends CallOptions {
   resourceVersion?: string;
   /** Return only `metadata` (as PartialObjectMetadata when the server supports it). */
   metadataOnly?: boolean;
+  /** Read a subresource ("status", "scale") instead of the object. */
+  subresource?: string;
 }
 
 export interface ListOptions extends CallOptions {
@@ -108,6 +113,17 @@ export interface WriteOptions extends CallOptions {
   fieldValidation?: "Strict" | "Warn" | "Ignore";
 }
 
+export interface UpdateOptions extends WriteOptions {
+  /** Replace a subresource ("status", "scale", a Namespace's "finalize") instead of the object. */
+  subresource?: string;
+  /**
+   * With `subresource`: the kind that has the subresource, when `obj` is of
+   * another kind (an autoscaling/v1 Scale written to "scale"). `obj` still names
+   * the object and its namespace. Default: `obj`'s own kind.
+   */
+  parentType?: TypeRef;
+}
+
 /** Patch formats: JSON merge patch, JSON patch, strategic merge patch, server-side apply. */
 export type PatchType = "merge" | "json" | "strategic" | "apply";
 
@@ -133,6 +149,39 @@ export interface DeleteOptions extends CallOptions {
   dryRun?: boolean;
 }
 
+/** Which objects a `deleteCollection` deletes, and how. */
+export interface DeleteCollectionOptions extends Omit<DeleteOptions, "preconditions"> {
+  /** Only this namespace (for a namespaced kind; unset: all namespaces, where the server allows it). */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+/** HTTP methods a `raw` request may use. */
+export type RawMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface RawOptions extends CallOptions {
+  /** Added to the path's own query string, if it has one. */
+  query?: URLSearchParams | Record<string, string>;
+  /** Sent as JSON (a string is sent as is). */
+  body?: unknown;
+  /** Content-Type of the body (default application/json). */
+  contentType?: string;
+  /** Accept header (default application/json). */
+  accept?: string;
+}
+
+/** The answer to a `raw` request, whatever its status. */
+export interface RawResponse {
+  /** The HTTP status code. */
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The body as text. */
+  text: string;
+  /** The body parsed as JSON; undefined when empty or not JSON. */
+  json: unknown;
+}
+
 /** Reads objects: the Client reads the server, the InformerCache its local copies. */
 export interface Reader {
   get<T extends KubeObject>(type: TypeRef, name: string, namespace?: string): Promise<T>;
@@ -153,7 +202,7 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
 };
 
 interface RequestSpec {
-  /** For stats: get, list, watch, create, update, patch, delete, discovery. */
+  /** For stats: get, list, watch, create, update, patch, delete, deletecollection, discovery, raw. */
   verb: string;
   method: string;
   path: string;
@@ -221,8 +270,8 @@ export class Client implements Reader {
     } else {
       throw new Error(`server URL must be http or https: ${config.server}`);
     }
-    this.discovery = new Discovery((path) =>
-      this.request({ verb: "discovery", method: "GET", path }),
+    this.discovery = new Discovery((path, accept) =>
+      this.request({ verb: "discovery", method: "GET", path, accept }),
     );
     if (config.qps !== undefined && config.qps > 0) {
       this.bucket = new TokenBucket(config.qps, config.burst ?? Math.ceil(config.qps));
@@ -254,6 +303,45 @@ export class Client implements Reader {
     this.discovery.invalidate(apiVersion);
   }
 
+  /**
+   * Every resource the server serves, in every version, with its verbs, scope
+   * and subresources (two requests against a server with aggregated discovery).
+   * A group-version that cannot be read is listed in `failed`; `/api` or `/apis`
+   * failing throws. Refreshes the cache `resourceFor` reads.
+   */
+  serverResources(): Promise<ServerResources> {
+    return this.discovery.serverResources();
+  }
+
+  /**
+   * A request to any path (`/version`, `/livez`, `/readyz?verbose`, `/apis`),
+   * with this client's server, credentials, timeout, rate limit and request
+   * counts (verb "raw"). Answers whatever status the server sends; only network
+   * failures and timeouts throw.
+   */
+  async raw(method: RawMethod, path: string, opts: RawOptions = {}): Promise<RawResponse> {
+    const q = path.indexOf("?");
+    const query = new URLSearchParams(q < 0 ? "" : path.slice(q + 1));
+    for (const [k, v] of new URLSearchParams(opts.query ?? {})) query.append(k, v);
+    const r = await this.exchange({
+      verb: "raw",
+      method,
+      path: q < 0 ? path : path.slice(0, q),
+      query,
+      body: opts.body,
+      contentType: opts.contentType,
+      accept: opts.accept,
+      signal: opts.signal,
+    });
+    let json: unknown;
+    try {
+      json = r.text ? JSON.parse(r.text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: r.status, headers: r.headers, text: r.text, json };
+  }
+
   async get<T extends KubeObject>(
     type: TypeRef,
     name: string,
@@ -266,7 +354,7 @@ export class Client implements Reader {
     const obj = await this.request<KubeObject>({
       verb: "get",
       method: "GET",
-      path: objectPath(info, namespace, name),
+      path: objectPath(info, namespace, name, opts.subresource),
       query,
       accept: opts.metadataOnly ? ACCEPT_METADATA : undefined,
       signal: opts.signal,
@@ -381,32 +469,29 @@ export class Client implements Reader {
     return fillType<T>(created, type, false);
   }
 
-  /** Replaces `obj`; a stale metadata.resourceVersion fails with 409 Conflict. */
-  async update<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
-    return this.put(obj, undefined, opts);
-  }
-
-  /** Replaces `obj`'s status through the status subresource. */
-  async updateStatus<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
-    return this.put(obj, "status", opts);
-  }
-
-  private async put<T extends KubeObject>(
-    obj: T,
-    subresource: string | undefined,
-    opts: WriteOptions,
-  ): Promise<T> {
+  /**
+   * Replaces `obj` (or, with `opts.subresource`, one of its subresources); a
+   * stale metadata.resourceVersion fails with 409 Conflict.
+   */
+  async update<T extends KubeObject>(obj: T, opts: UpdateOptions = {}): Promise<T> {
     const type = typeOf(obj);
-    const info = await this.resourceFor(type);
+    const info = await this.resourceFor(
+      opts.subresource && opts.parentType ? opts.parentType : type,
+    );
     const updated = await this.request<KubeObject>({
       verb: "update",
       method: "PUT",
-      path: objectPath(info, namespaceOf(info, obj), nameOf(obj), subresource),
+      path: objectPath(info, namespaceOf(info, obj), nameOf(obj), opts.subresource),
       query: writeQuery(opts),
       body: obj,
       signal: opts.signal,
     });
     return fillType<T>(updated, type, false);
+  }
+
+  /** Replaces `obj`'s status through the status subresource. */
+  async updateStatus<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
+    return this.update(obj, { ...opts, subresource: "status" });
   }
 
   /**
@@ -467,16 +552,30 @@ export class Client implements Reader {
     opts: DeleteOptions = {},
   ): Promise<void> {
     const info = await this.resourceFor(type);
-    const body: Record<string, unknown> = { kind: "DeleteOptions", apiVersion: "v1" };
-    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
-    if (opts.preconditions) body.preconditions = opts.preconditions;
-    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
-    if (opts.dryRun) body.dryRun = ["All"];
     await this.request({
       verb: "delete",
       method: "DELETE",
       path: objectPath(info, namespace, name),
-      body,
+      body: deleteBody(opts),
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * Deletes every object of a kind that the options select (deletecollection),
+   * in one request; each is deleted as `delete` would (finalizers honoured).
+   */
+  async deleteCollection(type: TypeRef, opts: DeleteCollectionOptions = {}): Promise<void> {
+    const info = await this.resourceFor(type);
+    const query = new URLSearchParams();
+    if (opts.labelSelector) query.set("labelSelector", opts.labelSelector);
+    if (opts.fieldSelector) query.set("fieldSelector", opts.fieldSelector);
+    await this.request({
+      verb: "deletecollection",
+      method: "DELETE",
+      path: collectionPath(info, opts.namespace),
+      query,
+      body: deleteBody(opts),
       signal: opts.signal,
     });
   }
@@ -561,30 +660,38 @@ export class Client implements Reader {
     });
   }
 
-  /** A request whose JSON answer is returned; retries 429 with Retry-After and 401 after a token refresh. */
+  /** A request whose JSON answer is returned; a non-2xx answer throws its ApiError. */
   private async request<R>(spec: RequestSpec): Promise<R> {
+    const r = await this.exchange(spec);
+    if (r.error) throw r.error;
+    return parseJson<R>(r.text, r.describe, r.headers["content-type"]);
+  }
+
+  /**
+   * Sends a request and reads its whole answer, whatever the status (`error`
+   * is set for a non-2xx one). Sends again after a 429 with Retry-After (up to
+   * MAX_RETRY_AFTER_ATTEMPTS times) and once after a 401 with a re-read token file.
+   */
+  private async exchange(spec: RequestSpec): Promise<Exchange> {
     for (let attempt = 0; ; attempt++) {
-      try {
-        const { res, describe } = await this.send(spec);
-        const text = await readBody(res);
-        const code = res.statusCode ?? 0;
-        if (code >= 200 && code < 300)
-          return parseJson<R>(text, describe, res.headers["content-type"]);
-        throw toApiError(code, text, res.headers["retry-after"], describe);
-      } catch (e) {
-        if (attempt < MAX_RETRY_AFTER_ATTEMPTS && isTooManyRequests(e)) {
-          const wait = retryAfterMs(e);
-          if (wait !== undefined && wait <= MAX_RETRY_AFTER_MS) {
-            await sleep(wait, spec.signal);
-            continue;
-          }
-        }
-        if (attempt === 0 && isUnauthorized(e) && this.config.tokenFile && !this.config.token) {
-          this.fileToken = undefined;
+      const { res, describe } = await this.send(spec);
+      const text = await readBody(res);
+      const status = res.statusCode ?? 0;
+      const r: Exchange = { status, headers: res.headers, text, describe };
+      if (status >= 200 && status < 300) return r;
+      r.error = toApiError(status, text, res.headers["retry-after"], describe);
+      if (attempt < MAX_RETRY_AFTER_ATTEMPTS && isTooManyRequests(r.error)) {
+        const wait = retryAfterMs(r.error);
+        if (wait !== undefined && wait <= MAX_RETRY_AFTER_MS) {
+          await sleep(wait, spec.signal);
           continue;
         }
-        throw e;
       }
+      if (attempt === 0 && isUnauthorized(r.error) && this.config.tokenFile && !this.config.token) {
+        this.fileToken = undefined;
+        continue;
+      }
+      return r;
     }
   }
 
@@ -596,6 +703,27 @@ export class Client implements Reader {
     const text = await readBody(res);
     throw toApiError(code, text, res.headers["retry-after"], describe);
   }
+}
+
+/** A whole answer, as `exchange` reads it. */
+interface Exchange {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  /** "METHOD /path", for messages. */
+  describe: string;
+  /** The ApiError of a non-2xx answer. */
+  error?: ApiError;
+}
+
+/** The body of a DELETE: DeleteOptions. */
+function deleteBody(opts: DeleteOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { kind: "DeleteOptions", apiVersion: "v1" };
+  if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
+  if (opts.preconditions) body.preconditions = opts.preconditions;
+  if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
+  if (opts.dryRun) body.dryRun = ["All"];
+  return body;
 }
 
 function toApiError(

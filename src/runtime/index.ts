@@ -6,6 +6,14 @@
  * builder, predicates, the manager (leader election, metrics, health probes),
  * Event recording and reconcile helpers. It speaks only HTTP to the server.
  *
+ * The client covers the API as clients see it: typed verbs per object and per
+ * collection (`deleteCollection`), subresources through the `subresource`
+ * option of get, update and patch (`status`, `scale`, a Namespace's
+ * `finalize`), every served resource from discovery (`serverResources`), and
+ * `raw` requests for the paths no typed verb covers (`/version`, `/livez`,
+ * `/readyz`, the discovery roots), all with the same credentials, timeouts,
+ * rate limit and request counts (`client.stats`).
+ *
  * ```ts
  * const mgr = new Manager({
  *   restConfig: loadKubeconfig(),
@@ -60,13 +68,18 @@ export {
   type CallOptions,
   Client,
   type ClientStats,
+  type DeleteCollectionOptions,
   type DeleteOptions,
   type GetOptions,
   type ListOptions,
   type PatchOptions,
   type PatchType,
+  type RawMethod,
+  type RawOptions,
+  type RawResponse,
   type Reader,
   typeOf,
+  type UpdateOptions,
   type WatchOptions,
   type WriteOptions,
 } from "./client.ts";
@@ -80,7 +93,15 @@ export {
   ReconcileStoppedError,
   ReconcileTimeoutError,
 } from "./controller.ts";
-export type { ResourceInfo, TypeRef } from "./discovery.ts";
+export {
+  groupResource,
+  parseGroupVersion,
+  preferredResources,
+  type ResourceInfo,
+  type ServedResource,
+  type ServerResources,
+  type TypeRef,
+} from "./discovery.ts";
 export {
   ApiError,
   isAlreadyExists,

@@ -12,12 +12,14 @@ import type { KubeList, KubeObject } from "../api/meta.ts";
 import {
   type ApplyOptions,
   type Client,
+  type DeleteCollectionOptions,
   type DeleteOptions,
   type GetOptions,
   type ListOptions,
   type PatchOptions,
   type TypeRef,
   typeOf,
+  type UpdateOptions,
   type WriteOptions,
 } from "./client.ts";
 
@@ -65,8 +67,10 @@ export class ReconcileClient {
     return this.track(typeOf(obj), () => this.client.create(obj, this.writeOpts(opts)));
   }
 
-  update<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
-    return this.track(typeOf(obj), () => this.client.update(obj, this.writeOpts(opts)));
+  /** Replaces an object, or one of its subresources (`opts.subresource`). */
+  update<T extends KubeObject>(obj: T, opts: UpdateOptions = {}): Promise<T> {
+    const type = opts.subresource && opts.parentType ? opts.parentType : typeOf(obj);
+    return this.track(type, () => this.client.update(obj, this.writeOpts(opts)));
   }
 
   updateStatus<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
@@ -99,6 +103,12 @@ export class ReconcileClient {
   delete(type: TypeRef, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<void> {
     this.refuseIfAborted();
     return this.client.delete(type, name, namespace, withSignal(opts, this.opts.signal));
+  }
+
+  /** Deletes every object of a kind the options select (one request). */
+  deleteCollection(type: TypeRef, opts: DeleteCollectionOptions = {}): Promise<void> {
+    this.refuseIfAborted();
+    return this.client.deleteCollection(type, withSignal(opts, this.opts.signal));
   }
 
   private writeOpts<O extends WriteOptions>(opts: O): O {
