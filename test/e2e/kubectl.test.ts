@@ -184,6 +184,7 @@ describe("kubectl 1.32 (default) against the apiserver", () => {
       await plain.waitFor(/^seed\s+0\s+\d+s$/m);
       await k.ok(["-n", ns, "label", "cm", "seed", "touched=yes"]);
       await plain.waitFor(/^seed\s+0\s+\d+s\n.*seed\s+0/m);
+      await watch.waitFor(/MODIFIED\s+seed/);
       const [ended] = await Promise.all([watch.stop(), plain.stop()]);
       expect(ended.stderr).toBe("");
       const events = ended.stdout
