@@ -25,13 +25,14 @@ import {
   type Client,
   isNotFound,
   type Manager,
+  preferredResources,
   type ReconcileContext,
   type Result,
+  type ServedResource,
+  type ServerResources,
   setCondition,
 } from "../runtime/index.ts";
 import type { BuiltinController } from "./builtin.ts";
-import { type DiscoveryResult, discoverResources, type ServedResource } from "./discovery.ts";
-import { RawClient } from "./rawclient.ts";
 
 /** The controller's name (what `--disable` takes). */
 export const NAMESPACE_CONTROLLER = "namespace";
@@ -101,7 +102,7 @@ export interface ContentReport {
 
 /** Failing conditions (status True) for a pass; types not listed are set to their OK form. */
 export function deletionConditions(
-  discovery: Pick<DiscoveryResult, "failedGroups" | "unparsedGroupVersions"> | Error,
+  discovery: Pick<ServerResources, "failed" | "unparsed"> | Error,
   report: ContentReport | undefined,
 ): Map<ConditionType, { reason: string; message: string }> {
   const out = new Map<ConditionType, { reason: string; message: string }>();
@@ -111,17 +112,17 @@ export function deletionConditions(
       message: discovery.message,
     });
   } else {
-    if (discovery.failedGroups.size > 0) {
-      const parts = [...discovery.failedGroups].map(([gv, why]) => `${gv}: ${why}`).sort();
+    if (discovery.failed.size > 0) {
+      const parts = [...discovery.failed].map(([gv, why]) => `${gv}: ${why}`).sort();
       out.set("NamespaceDeletionDiscoveryFailure", {
         reason: "DiscoveryFailed",
-        message: `Discovery failed for some groups, ${discovery.failedGroups.size} failing: unable to retrieve the complete list of server APIs: ${parts.join(", ")}`,
+        message: `Discovery failed for some groups, ${discovery.failed.size} failing: unable to retrieve the complete list of server APIs: ${parts.join(", ")}`,
       });
     }
-    if (discovery.unparsedGroupVersions.length > 0) {
+    if (discovery.unparsed.length > 0) {
       out.set("NamespaceDeletionGroupVersionParsingFailure", {
         reason: "GroupVersionParsingFailed",
-        message: `unable to parse group versions: ${[...discovery.unparsedGroupVersions].sort().join(", ")}`,
+        message: `unable to parse group versions: ${[...discovery.unparsed].sort().join(", ")}`,
       });
     }
   }
@@ -175,12 +176,7 @@ export function applyConditions(
 
 /** "configmaps." or "widgets.example.com": how Kubernetes names a resource in these messages. */
 function resourceLabel(r: ServedResource): string {
-  return `${r.resource}.${r.group}`;
-}
-
-function collectionPath(r: ServedResource, namespace: string): string {
-  const prefix = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
-  return `${prefix}/namespaces/${encodeURIComponent(namespace)}/${r.resource}`;
+  return `${r.plural}.${r.group}`;
 }
 
 function message(e: unknown): string {
@@ -190,7 +186,6 @@ function message(e: unknown): string {
 export class NamespaceController implements BuiltinController {
   readonly name = NAMESPACE_CONTROLLER;
   private client!: Client;
-  private raw!: RawClient;
   /** Consecutive passes that found content left, per namespace (for the delay). */
   private readonly passes = new Map<string, number>();
 
@@ -198,7 +193,6 @@ export class NamespaceController implements BuiltinController {
 
   setup(mgr: Manager): void {
     this.client = mgr.client;
-    this.raw = new RawClient(mgr.client.config);
     mgr
       .controller(NAMESPACE_CONTROLLER)
       .for(NAMESPACE)
@@ -210,10 +204,6 @@ export class NamespaceController implements BuiltinController {
       .complete((req, ctx) => this.reconcile(req.name, ctx));
   }
 
-  start(signal: AbortSignal): void {
-    signal.addEventListener("abort", () => this.raw.close(), { once: true });
-  }
-
   private async reconcile(name: string, ctx: ReconcileContext): Promise<Result | undefined> {
     const ns = ctx.reader.peek<KubeObject>(NAMESPACE, name);
     const spec = ns?.spec as { finalizers?: string[] } | undefined;
@@ -221,9 +211,9 @@ export class NamespaceController implements BuiltinController {
       this.passes.delete(name);
       return undefined;
     }
-    let discovery: DiscoveryResult | Error;
+    let discovery: ServerResources | Error;
     try {
-      discovery = await discoverResources(this.raw, ctx.signal);
+      discovery = await this.client.serverResources({ signal: ctx.signal });
     } catch (e) {
       discovery = e instanceof Error ? e : new Error(String(e));
     }
@@ -257,15 +247,17 @@ export class NamespaceController implements BuiltinController {
   /** Deletes the namespace's objects of every deletable namespaced kind; reports what is left. */
   private async deleteContent(
     namespace: string,
-    discovery: DiscoveryResult,
+    discovery: ServerResources,
     ctx: ReconcileContext,
   ): Promise<ContentReport> {
     const report: ContentReport = { remaining: new Map(), finalizers: new Map(), errors: [] };
-    const kinds = discovery.resources.filter((r) => r.namespaced && r.verbs.has("delete"));
+    const kinds = preferredResources(discovery.resources).filter(
+      (r) => r.namespaced && r.verbs.includes("delete"),
+    );
     for (const r of kinds) {
       try {
         await this.deleteKind(namespace, r, ctx);
-        if (!r.verbs.has("list")) continue;
+        if (!r.verbs.includes("list")) continue;
         const left = await this.client.list<KubeObject>(
           { apiVersion: r.apiVersion, kind: r.kind },
           { namespace, metadataOnly: true, signal: ctx.signal },
@@ -290,18 +282,12 @@ export class NamespaceController implements BuiltinController {
     r: ServedResource,
     ctx: ReconcileContext,
   ): Promise<void> {
-    const options = { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Background" };
-    if (r.verbs.has("deletecollection")) {
-      await this.raw.request({
-        method: "DELETE",
-        path: collectionPath(r, namespace),
-        body: options,
-        signal: ctx.signal,
-      });
+    const type = { apiVersion: r.apiVersion, kind: r.kind };
+    if (r.verbs.includes("deletecollection")) {
+      await ctx.client.deleteCollection(type, { namespace, propagationPolicy: "Background" });
       return;
     }
-    if (!r.verbs.has("list")) return;
-    const type = { apiVersion: r.apiVersion, kind: r.kind };
+    if (!r.verbs.includes("list")) return;
     const items = await this.client.list<KubeObject>(type, {
       namespace,
       metadataOnly: true,
@@ -344,18 +330,12 @@ export class NamespaceController implements BuiltinController {
 
   /** Removes `kubernetes` from spec.finalizers through /finalize; the server then deletes the namespace. */
   private async finalize(ns: KubeObject, ctx: ReconcileContext): Promise<void> {
-    const name = ns.metadata.name ?? "";
     const body = deepClone(ns);
     const spec = (body.spec ?? {}) as { finalizers?: string[] };
     spec.finalizers = (spec.finalizers ?? []).filter((f) => f !== NAMESPACE_FINALIZER);
     body.spec = spec;
     try {
-      await this.raw.request({
-        method: "PUT",
-        path: `/api/v1/namespaces/${encodeURIComponent(name)}/finalize`,
-        body,
-        signal: ctx.signal,
-      });
+      await ctx.client.update(body, { subresource: "finalize" });
       ctx.log.info("namespace emptied and finalized");
     } catch (e) {
       if (!isNotFound(e)) throw e;

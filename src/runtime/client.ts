@@ -270,8 +270,8 @@ export class Client implements Reader {
     } else {
       throw new Error(`server URL must be http or https: ${config.server}`);
     }
-    this.discovery = new Discovery((path, accept) =>
-      this.request({ verb: "discovery", method: "GET", path, accept }),
+    this.discovery = new Discovery((path, opts) =>
+      this.request({ verb: "discovery", method: "GET", path, ...opts }),
     );
     if (config.qps !== undefined && config.qps > 0) {
       this.bucket = new TokenBucket(config.qps, config.burst ?? Math.ceil(config.qps));
@@ -309,8 +309,8 @@ export class Client implements Reader {
    * A group-version that cannot be read is listed in `failed`; `/api` or `/apis`
    * failing throws. Refreshes the cache `resourceFor` reads.
    */
-  serverResources(): Promise<ServerResources> {
-    return this.discovery.serverResources();
+  serverResources(opts: CallOptions = {}): Promise<ServerResources> {
+    return this.discovery.serverResources(opts.signal);
   }
 
   /**

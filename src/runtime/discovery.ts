@@ -60,7 +60,10 @@ export interface ServerResources {
  * Fetches a discovery path (with an Accept header, when given) and returns its
  * parsed JSON; throws ApiError on non-2xx.
  */
-export type DiscoveryFetch = (path: string, accept?: string) => Promise<unknown>;
+export type DiscoveryFetch = (
+  path: string,
+  opts?: { accept?: string; signal?: AbortSignal },
+) => Promise<unknown>;
 
 /** Accept header asking for aggregated discovery (v2, then v2beta1), else the legacy document. */
 export const AGGREGATED_DISCOVERY_ACCEPT =
@@ -183,11 +186,12 @@ export class Discovery {
    * Every resource the server serves (see the module doc). Throws only when
    * `/api` or `/apis` cannot be read; partial failures are in the result.
    */
-  async serverResources(): Promise<ServerResources> {
+  async serverResources(signal?: AbortSignal): Promise<ServerResources> {
     const found: ServerResources = { resources: [], failed: new Map(), unparsed: [] };
+    const aggregated = { accept: AGGREGATED_DISCOVERY_ACCEPT, signal };
     const roots = (await Promise.all([
-      this.fetch("/api", AGGREGATED_DISCOVERY_ACCEPT),
-      this.fetch("/apis", AGGREGATED_DISCOVERY_ACCEPT),
+      this.fetch("/api", aggregated),
+      this.fetch("/apis", aggregated),
     ])) as (RootDoc | undefined)[];
     const legacy: string[] = [];
     const read: { apiVersion: string; resources: ServedResource[] }[] = [];
@@ -207,7 +211,7 @@ export class Discovery {
         try {
           return {
             apiVersion: gv,
-            resources: legacyResources(gv, await this.fetch(discoveryPath(gv))),
+            resources: legacyResources(gv, await this.fetch(discoveryPath(gv), { signal })),
           };
         } catch (e) {
           found.failed.set(gv, e instanceof Error ? e.message : String(e));

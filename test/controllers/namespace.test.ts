@@ -149,7 +149,7 @@ describe("namespace conditions", () => {
     const changed = applyConditions(
       conditions,
       deletionConditions(
-        { failedGroups: new Map(), unparsedGroupVersions: [] },
+        { failed: new Map(), unparsed: [] },
         { remaining: new Map(), finalizers: new Map(), errors: [] },
       ),
     );
@@ -167,7 +167,7 @@ describe("namespace conditions", () => {
       applyConditions(
         conditions,
         deletionConditions(
-          { failedGroups: new Map(), unparsedGroupVersions: [] },
+          { failed: new Map(), unparsed: [] },
           { remaining: new Map(), finalizers: new Map(), errors: [] },
         ),
       ),
@@ -176,7 +176,7 @@ describe("namespace conditions", () => {
 
   it("word failures as Kubernetes does", () => {
     const failing = deletionConditions(
-      { failedGroups: new Map([["example.com/v1", "boom"]]), unparsedGroupVersions: ["a/b/c"] },
+      { failed: new Map([["example.com/v1", "boom"]]), unparsed: ["a/b/c"] },
       {
         remaining: new Map([
           ["widgets.example.com", 2],

@@ -278,6 +278,8 @@ describe("serverResources from legacy discovery", () => {
       expect(names).toContain("configmaps.v1");
       expect(names).toContain("leases.coordination.k8s.io/v1");
       expect(names.some((n) => n.startsWith("workers."))).toBe(false);
+      // Subresources ("namespaces/status") are attached to their resource, not listed apart.
+      expect(found.resources.filter((r) => r.plural.includes("/"))).toEqual([]);
       const ns = found.resources.find((r) => r.plural === "namespaces");
       expect(ns?.subresources).toEqual(expect.arrayContaining(["finalize", "status"]));
       // /api, /apis and one request per group-version.

@@ -42,25 +42,22 @@ import type { KubeObject, OwnerReference } from "../../api/meta.ts";
 import {
   type Client,
   type Controller,
+  groupResource,
   isConflict,
   isInvalid,
   isNotFound,
   type Logger,
   type Manager,
+  parseGroupVersion,
+  preferredResources,
   type ReconcileContext,
   type Result,
+  type ServedResource,
+  type ServerResources,
   silentLogger,
 } from "../../runtime/index.ts";
 import { compareResourceVersions } from "../../runtime/informer.ts";
 import { type BuiltinController, forEachLimit } from "../builtin.ts";
-import {
-  discoverResources,
-  groupKind,
-  groupResource,
-  parseGroupVersion,
-  type ServedResource,
-} from "../discovery.ts";
-import { RawClient } from "../rawclient.ts";
 import {
   FINALIZER_FOREGROUND,
   FINALIZER_ORPHAN,
@@ -71,7 +68,7 @@ import {
   referenceTo,
   sameOwners,
 } from "./graph.ts";
-import { type Monitor, Monitors } from "./monitors.ts";
+import { groupKind, type Monitor, Monitors } from "./monitors.ts";
 
 /** The controller's name (what `--disable` takes). */
 export const GARBAGE_COLLECTOR = "garbage-collector";
@@ -150,7 +147,7 @@ function policyOf(n: GraphNode): Policy {
 }
 
 function monitorable(r: ServedResource): boolean {
-  return r.verbs.has("list") && r.verbs.has("watch") && r.verbs.has("delete");
+  return r.verbs.includes("list") && r.verbs.includes("watch") && r.verbs.includes("delete");
 }
 
 export class GarbageCollector implements BuiltinController {
@@ -160,7 +157,6 @@ export class GarbageCollector implements BuiltinController {
   private readonly log: Logger;
   private readonly ignored: Set<string>;
   private client!: Client;
-  private raw!: RawClient;
   private controller!: Controller;
   private monitors!: Monitors;
   /** Every served kind by "group/Kind", for scope and version of owners. */
@@ -182,7 +178,6 @@ export class GarbageCollector implements BuiltinController {
 
   setup(mgr: Manager): void {
     this.client = mgr.client;
-    this.raw = new RawClient(mgr.client.config);
     this.monitors = new Monitors(
       mgr.client,
       {
@@ -246,7 +241,6 @@ export class GarbageCollector implements BuiltinController {
     }
     if (this.debounce) clearTimeout(this.debounce);
     this.monitors.stopAll();
-    this.raw.close();
     for (const w of this.discoveryWaiters.splice(0)) w();
   }
 
@@ -270,9 +264,9 @@ export class GarbageCollector implements BuiltinController {
   }
 
   private async discover(signal: AbortSignal): Promise<void> {
-    let result: Awaited<ReturnType<typeof discoverResources>>;
+    let result: ServerResources;
     try {
-      result = await discoverResources(this.raw, signal);
+      result = await this.client.serverResources({ signal });
     } catch (e) {
       if (!signal.aborted) {
         this.log.warn({ err: e instanceof Error ? e.message : String(e) }, "discovery failed");
@@ -280,12 +274,11 @@ export class GarbageCollector implements BuiltinController {
       return;
     }
     if (signal.aborted) return;
-    this.served = new Map(result.resources.map((r) => [groupKind(r.group, r.kind), r]));
-    const wanted = result.resources.filter(
-      (r) => monitorable(r) && !this.ignored.has(groupResource(r)),
-    );
+    const resources = preferredResources(result.resources);
+    this.served = new Map(resources.map((r) => [groupKind(r.group, r.kind), r]));
+    const wanted = resources.filter((r) => monitorable(r) && !this.ignored.has(groupResource(r)));
     const failedGroups = new Set(
-      [...result.failedGroups.keys()].map((gv) => parseGroupVersion(gv)?.group ?? gv),
+      [...result.failed.keys()].map((gv) => parseGroupVersion(gv)?.group ?? gv),
     );
     const keep = new Set(
       this.monitors
@@ -293,9 +286,9 @@ export class GarbageCollector implements BuiltinController {
         .filter((m) => failedGroups.has(m.resource.group))
         .map((m) => m.key),
     );
-    if (result.failedGroups.size > 0) {
+    if (result.failed.size > 0) {
       this.log.warn(
-        { groups: Object.fromEntries(result.failedGroups) },
+        { groups: Object.fromEntries(result.failed) },
         "discovery failed for some groups; keeping their monitors",
       );
     }

@@ -5,9 +5,19 @@
  * monitor costs little memory per object, and every change reaches the sink.
  */
 import type { KubeObject, ObjectMeta } from "../../api/meta.ts";
-import { type Client, Informer, type Logger } from "../../runtime/index.ts";
-import { groupKind, groupResource, type ServedResource } from "../discovery.ts";
+import {
+  type Client,
+  groupResource,
+  Informer,
+  type Logger,
+  type ServedResource,
+} from "../../runtime/index.ts";
 import type { GraphNode } from "./graph.ts";
+
+/** "group/Kind": how a kind is named across versions. */
+export function groupKind(group: string, kind: string): string {
+  return `${group}/${kind}`;
+}
 
 /** One monitored resource. */
 export interface Monitor {
