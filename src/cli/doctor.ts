@@ -6,6 +6,7 @@
  * when any warns or fails, 2 on a usage error. See docs/doctor.md.
  */
 import { parseArgs } from "node:util";
+import type { Client } from "../runtime/index.ts";
 import {
   connect,
   listEverything,
@@ -123,6 +124,18 @@ export function parseDoctorArgs(argv: string[]): DoctorOptions {
   };
 }
 
+/** GET /version; a non-2xx answer throws with its code and message. */
+async function readVersion(client: Client): Promise<{ gitVersion?: string }> {
+  const r = await client.raw("GET", "/version");
+  if (r.status < 200 || r.status >= 300) {
+    const message = (r.json as { message?: unknown } | undefined)?.message;
+    throw new Error(
+      `GET /version: ${r.status}: ${typeof message === "string" ? message : r.text.slice(0, 200)}`,
+    );
+  }
+  return (r.json ?? {}) as { gitVersion?: string };
+}
+
 export async function doctor(argv: string[]): Promise<number> {
   let opts: DoctorOptions;
   try {
@@ -151,7 +164,7 @@ export async function doctor(argv: string[]): Promise<number> {
     const started = Date.now();
     let version: { gitVersion?: string };
     try {
-      version = await conn.raw.getJson<{ gitVersion?: string }>("/version");
+      version = await readVersion(conn.client);
     } catch (e) {
       const report = unreachableReport(
         conn.config.server,
@@ -164,22 +177,22 @@ export async function doctor(argv: string[]): Promise<number> {
     }
     const latencyMs = Date.now() - started;
     const [livez, readyz] = await Promise.all([
-      conn.raw.get("/livez", "text/plain"),
-      conn.raw.get("/readyz?verbose", "text/plain"),
+      conn.client.raw("GET", "/livez", { accept: "text/plain" }),
+      conn.client.raw("GET", "/readyz?verbose", { accept: "text/plain" }),
     ]);
     const server = {
       url: conn.config.server,
       version: version.gitVersion ?? "",
-      livez: { code: livez.code, body: livez.text },
-      readyz: { code: readyz.code, body: readyz.text },
+      livez: { code: livez.status, body: livez.text },
+      readyz: { code: readyz.status, body: readyz.text },
       latencyMs,
     };
 
-    const [resources, leaseObjects] = await Promise.all([
-      servedResources(conn.raw),
+    const [served, leaseObjects] = await Promise.all([
+      servedResources(conn.client),
       listLeases(conn.client),
     ]);
-    const listing = await listEverything(conn.client, resources, {
+    const listing = await listEverything(conn.client, served.resources, {
       metadataOnly: (r) => !readWhole(r),
     });
 
@@ -215,7 +228,7 @@ export async function doctor(argv: string[]): Promise<number> {
         now,
         thresholds.warningWindowMs,
       ),
-      unreadable: [...listing.failures, ...(sample?.failures ?? [])],
+      unreadable: [...served.failures, ...listing.failures, ...(sample?.failures ?? [])],
     };
     const report = diagnose(facts, thresholds, new Date(now));
     print(format === "json" ? renderJson(report) : renderReport(report));

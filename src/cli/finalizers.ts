@@ -15,7 +15,7 @@ import { hostname } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "../api/meta.ts";
-import { isForbidden, isInvalid, isNotFound } from "../runtime/errors.ts";
+import { isConflict, isForbidden, isInvalid, isNotFound } from "../runtime/errors.ts";
 import {
   CLI_COMPONENT,
   clearedMessage,
@@ -129,14 +129,15 @@ async function list(argv: string[]): Promise<number> {
   const format = parseOutputFormat(values.output);
   const conn = connect(values);
   try {
-    const [resources, leaseObjects] = await Promise.all([
-      servedResources(conn.raw),
+    const [served, leaseObjects] = await Promise.all([
+      servedResources(conn.client),
       listLeases(conn.client),
     ]);
-    const listing = await listEverything(conn.client, resources, {
+    const listing = await listEverything(conn.client, served.resources, {
       namespace: values.namespace,
       metadataOnly: true,
     });
+    listing.failures.unshift(...served.failures);
     const now = Date.now();
     const leases = controllerLeases(leaseObjects, now);
     const stuck = stuckObjects(listing.items, leases, now, olderThanMs);
@@ -205,7 +206,7 @@ async function clear(argv: string[]): Promise<number> {
   if (!finalizer) throw new UsageError("--finalizer is required: name the one finalizer to remove");
   const conn = connect(values);
   try {
-    const resource = resolveResource(await servedResources(conn.raw), target.kind);
+    const resource = resolveResource((await servedResources(conn.client)).resources, target.kind);
     const namespace = resource.namespaced
       ? (values.namespace ?? conn.config.namespace ?? "default")
       : undefined;
@@ -276,13 +277,13 @@ async function clear(argv: string[]): Promise<number> {
           fieldManager: CLI_COMPONENT,
         });
       } else {
-        await conn.raw.putJson(
-          `/api/v1/namespaces/${encodeURIComponent(target.name)}/finalize`,
-          finalizeBody(obj, plan),
-        );
+        await conn.client.update(finalizeBody(obj, plan), {
+          subresource: "finalize",
+          fieldManager: CLI_COMPONENT,
+        });
       }
     } catch (e) {
-      if (isInvalid(e) || isNotFound(e) || /\b(409|422)\b/.test(String(e))) {
+      if (isInvalid(e) || isNotFound(e) || isConflict(e)) {
         note(
           `${label} changed since it was read (its finalizers, or the object itself); nothing was removed. Run the command again to see the current state.\n(${e instanceof Error ? e.message : String(e)})`,
         );

@@ -25,12 +25,7 @@ import {
 import { describeIdentity, kubeconfigUser } from "../../src/cli/inspect/identity.ts";
 import { generationLags, lastSpecWrite } from "../../src/cli/inspect/lag.ts";
 import { controllerLeases, leaseInfo } from "../../src/cli/inspect/leases.ts";
-import {
-  preferredGroupVersions,
-  resolveResource,
-  resourcesOf,
-  type ServedResource,
-} from "../../src/cli/inspect/resources.ts";
+import { resolveResource, type ServedResource } from "../../src/cli/inspect/resources.ts";
 import {
   attributeFinalizer,
   describeHandling,
@@ -134,37 +129,6 @@ describe("durations", () => {
 });
 
 describe("resources", () => {
-  it("reads preferred group-versions and resources, keeping subresources apart", () => {
-    expect(
-      preferredGroupVersions(
-        { versions: ["v1"] },
-        {
-          groups: [
-            {
-              name: "example.com",
-              versions: [{ groupVersion: "example.com/v2" }, { groupVersion: "example.com/v1" }],
-              preferredVersion: { groupVersion: "example.com/v1" },
-            },
-          ],
-        },
-      ),
-    ).toEqual(["v1", "example.com/v1"]);
-    const rs = resourcesOf("v1", {
-      resources: [
-        { name: "namespaces", kind: "Namespace", namespaced: false, verbs: ["list"] },
-        { name: "namespaces/finalize", kind: "Namespace", verbs: ["update"] },
-        { name: "namespaces/status", kind: "Namespace", verbs: ["get"] },
-      ],
-    });
-    expect(rs).toHaveLength(1);
-    expect(rs[0]).toMatchObject({
-      plural: "namespaces",
-      singular: "namespace",
-      namespaced: false,
-      subresources: ["finalize", "status"],
-    });
-  });
-
   it("resolves kinds, plurals, short names and group-qualified names", () => {
     const all = [CONFIGMAPS, WIDGETS, OTHER_WIDGETS, CORE_EVENTS, GROUP_EVENTS];
     expect(resolveResource(all, "cm")).toBe(CONFIGMAPS);

@@ -4,21 +4,17 @@
  * concurrency, paged), and read the controllers' leader Leases.
  */
 import type { KubeObject } from "../../api/meta.ts";
-import { Client } from "../../runtime/client.ts";
-import { loadKubeconfig, type RestConfig } from "../../runtime/kubeconfig.ts";
-import { RawHttp } from "./rawhttp.ts";
 import {
-  type ApiGroupListDoc,
-  type ApiResourceListDoc,
-  type ApiVersionsDoc,
-  preferredGroupVersions,
-  qualifiedName,
-  resourcesOf,
+  Client,
+  groupResource,
+  loadKubeconfig,
+  preferredResources,
+  type RestConfig,
   type ServedResource,
-} from "./resources.ts";
+} from "../../runtime/index.ts";
 import type { ResourceObject } from "./stuck.ts";
 
-/** Resources listed (or group-versions discovered) at once. */
+/** Resources listed at once. */
 export const LIST_CONCURRENCY = 4;
 /** Page size of each list. */
 export const LIST_PAGE_SIZE = 500;
@@ -35,7 +31,6 @@ export interface ConnectFlags {
 export interface Connection {
   readonly config: RestConfig;
   readonly client: Client;
-  readonly raw: RawHttp;
   close(): void;
 }
 
@@ -44,16 +39,7 @@ export function connect(flags: ConnectFlags): Connection {
   const config = loadKubeconfig({ path: flags.kubeconfig, context: flags.context });
   config.userAgent ??= "setpoint-cli";
   const client = new Client(config);
-  const raw = new RawHttp(config);
-  return {
-    config,
-    client,
-    raw,
-    close() {
-      client.close();
-      raw.close();
-    },
-  };
+  return { config, client, close: () => client.close() };
 }
 
 /** Runs `fn` over `items` with at most `limit` calls in flight; results keep their order. */
@@ -74,17 +60,21 @@ export async function mapBounded<T, R>(
   return out;
 }
 
-/** Every resource the server serves, at each group's preferred version. */
-export async function servedResources(raw: RawHttp): Promise<ServedResource[]> {
-  const [core, groups] = await Promise.all([
-    raw.getJson<ApiVersionsDoc>("/api"),
-    raw.getJson<ApiGroupListDoc>("/apis"),
-  ]);
-  const gvs = preferredGroupVersions(core, groups);
-  const docs = await mapBounded(gvs, LIST_CONCURRENCY, (gv) =>
-    raw.getJson<ApiResourceListDoc>(gv.includes("/") ? `/apis/${gv}` : `/api/${gv}`),
-  );
-  return gvs.flatMap((gv, i) => resourcesOf(gv, docs[i]));
+/** What discovery found: one version of each served resource, and the group-versions it could not read. */
+export interface ServedResources {
+  /** Each resource at its group's preferred version (or the version that serves it). */
+  resources: ServedResource[];
+  /** Group-versions whose discovery document could not be read, with why. */
+  failures: { resource: string; message: string }[];
+}
+
+/** Every resource the server serves (see ServedResources); throws when /api or /apis cannot be read. */
+export async function servedResources(client: Client): Promise<ServedResources> {
+  const found = await client.serverResources();
+  return {
+    resources: preferredResources(found.resources),
+    failures: [...found.failed].map(([gv, message]) => ({ resource: gv, message })),
+  };
 }
 
 /** What listing every resource found. */
@@ -134,7 +124,7 @@ export async function listEverything(
       listing.listed.push({ resource, resourceVersion: list.metadata.resourceVersion ?? "" });
     } catch (e) {
       listing.failures.push({
-        resource: qualifiedName(resource),
+        resource: groupResource(resource),
         message: e instanceof Error ? e.message : String(e),
       });
     }

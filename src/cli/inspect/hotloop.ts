@@ -24,9 +24,8 @@
  */
 import { deepEqual } from "../../api/deepcopy.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
+import { groupResource, type ServedResource } from "../../runtime/index.ts";
 import type { LeaseInfo } from "./leases.ts";
-import type { ServedResource } from "./resources.ts";
-import { qualifiedName } from "./resources.ts";
 
 /** Writes below this many (beyond what spec changes explain) never count as a hot loop. */
 export const HOT_LOOP_MIN_WRITES = 5;
@@ -43,7 +42,7 @@ export const HOT_LOOP_EXEMPT: ReadonlySet<string> = new Set([
 
 /** Whether a resource is sampled for hot loops. */
 export function sampledForHotLoops(r: ServedResource): boolean {
-  return !HOT_LOOP_EXEMPT.has(qualifiedName(r)) && r.verbs.includes("watch");
+  return !HOT_LOOP_EXEMPT.has(groupResource(r)) && r.verbs.includes("watch");
 }
 
 interface ObjectCounts {
@@ -117,7 +116,7 @@ export class WriteSampler {
   private readonly objects = new Map<string, ObjectCounts>();
 
   private entry(resource: ServedResource, obj: KubeObject): ObjectCounts {
-    const key = `${qualifiedName(resource)}|${obj.metadata.namespace ?? ""}|${obj.metadata.name ?? ""}`;
+    const key = `${groupResource(resource)}|${obj.metadata.namespace ?? ""}|${obj.metadata.name ?? ""}`;
     let c = this.objects.get(key);
     if (!c) {
       c = {
@@ -182,7 +181,7 @@ export class WriteSampler {
       out.push({
         apiVersion: c.resource.apiVersion,
         kind: c.resource.kind,
-        resource: qualifiedName(c.resource),
+        resource: groupResource(c.resource),
         ...(c.namespace ? { namespace: c.namespace } : {}),
         name: c.name,
         writes: c.writes,

@@ -17,8 +17,8 @@
  * deletion check.
  */
 import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
+import { groupResource } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
-import { qualifiedName } from "./resources.ts";
 import type { ResourceObject } from "./stuck.ts";
 
 /** An object behind its spec. */
@@ -72,11 +72,11 @@ export function generationLags(
   const all = [...items];
   const stamping = new Set<string>();
   for (const { resource, obj } of all) {
-    if (observedGenerationOf(obj) !== undefined) stamping.add(qualifiedName(resource));
+    if (observedGenerationOf(obj) !== undefined) stamping.add(groupResource(resource));
   }
   const out: GenerationLag[] = [];
   for (const { resource, obj } of all) {
-    if (!stamping.has(qualifiedName(resource)) || obj.metadata.deletionTimestamp) continue;
+    if (!stamping.has(groupResource(resource)) || obj.metadata.deletionTimestamp) continue;
     const generation = obj.metadata.generation;
     if (typeof generation !== "number") continue;
     const observed = observedGenerationOf(obj);
@@ -87,7 +87,7 @@ export function generationLags(
     out.push({
       apiVersion: resource.apiVersion,
       kind: resource.kind,
-      resource: qualifiedName(resource),
+      resource: groupResource(resource),
       ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
       name: obj.metadata.name ?? "",
       generation,

@@ -5,9 +5,9 @@
  */
 import type { KubeObject } from "../../api/meta.ts";
 import type { Client } from "../../runtime/client.ts";
+import { groupResource, type ServedResource } from "../../runtime/index.ts";
 import type { ClusterListing } from "./cluster.ts";
 import { WriteSampler } from "./hotloop.ts";
-import { qualifiedName, type ServedResource } from "./resources.ts";
 
 /** What a sample window saw. */
 export interface WriteSample {
@@ -56,7 +56,7 @@ export async function sampleWrites(
         for await (const ev of stream) {
           if (ev.type === "ERROR") {
             failures.push({
-              resource: qualifiedName(resource),
+              resource: groupResource(resource),
               message: ev.object.message ?? "watch error",
             });
             break;
@@ -66,7 +66,7 @@ export async function sampleWrites(
       } catch (e) {
         if (!stop.signal.aborted) {
           failures.push({
-            resource: qualifiedName(resource),
+            resource: groupResource(resource),
             message: e instanceof Error ? e.message : String(e),
           });
         }

@@ -18,9 +18,9 @@ import {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
 } from "../../controllers/manager.ts";
+import { groupResource, type ServedResource } from "../../runtime/index.ts";
 import { ageOf, formatAge } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
-import { qualifiedName, type ServedResource } from "./resources.ts";
 
 /** Kubernetes' built-in finalizers and the loop that removes each. */
 export const BUILTIN_FINALIZERS: Readonly<Record<string, string>> = {
@@ -185,7 +185,7 @@ export function stuckObjects(
     const s: StuckObject = {
       apiVersion: resource.apiVersion,
       kind: resource.kind,
-      resource: qualifiedName(resource),
+      resource: groupResource(resource),
       ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
       name: obj.metadata.name ?? "",
       uid,
