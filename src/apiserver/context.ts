@@ -10,6 +10,7 @@ import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts
 import type { Store } from "../storage/store.ts";
 import type { ApiLimits } from "./limits.ts";
 import type { NamespaceLifecycle } from "./namespaces.ts";
+import type { NoopApplies } from "./noopapplies.ts";
 import type { Renderer } from "./render.ts";
 import type { Query } from "./request.ts";
 import type { WatchCacheSet } from "./watchcaches.ts";
@@ -30,6 +31,8 @@ export interface ApiContext {
   caches: WatchCacheSet;
   namespaces: NamespaceLifecycle;
   watches: WatchTracker;
+  /** Answers of applies that changed nothing, for their repeats. */
+  noopApplies: NoopApplies;
 }
 
 /** One request for a resource, resolved against the registry. */

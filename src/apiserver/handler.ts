@@ -28,6 +28,7 @@ import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
 import { parseListOptions } from "./listoptions.ts";
 import { NamespaceLifecycle } from "./namespaces.ts";
+import { NoopApplies } from "./noopapplies.ts";
 import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
@@ -97,6 +98,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     caches,
     namespaces: new NamespaceLifecycle(opts.store, opts.registry, caches),
     watches: new WatchTracker(),
+    noopApplies: new NoopApplies(),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
   caches.start();

@@ -28,8 +28,12 @@ import { type Decoded, decodeJson, decodeYaml, unsupportedBodyType } from "./dec
 import { applyObject } from "./fieldmanager.ts";
 import { objectKey } from "./keys.ts";
 import { checkLimits } from "./lifecycle.ts";
+import { NoopApplies } from "./noopapplies.ts";
+import { renderOne } from "./render.ts";
 import { parseMediaType, readBody } from "./request.ts";
 import { respondObject } from "./respond.ts";
+import { writeRaw } from "./response.ts";
+import { statusFromStorage } from "./storeerrors.ts";
 import { checkName, decideUpdate, type UpdatePlan } from "./update.ts";
 import { guaranteedUpdate } from "./writes.ts";
 
@@ -144,10 +148,19 @@ export async function patchResource(scope: RequestScope): Promise<void> {
   }
   const manager = fieldManager(scope, "PatchOptions");
   const raw = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
+  const key = objectKey(def, scope.namespace, scope.name!);
+  const r = scope.renderer;
+  const noopKey =
+    type === "apply" &&
+    r.output.kind === "object" &&
+    r.output.mediaType === "application/json" &&
+    NoopApplies.fits(raw)
+      ? NoopApplies.key(key, scope.subresource ?? "", scope.req.url ?? "", raw.toString("utf8"))
+      : undefined;
+  if (noopKey !== undefined && (await answerRepeatedNoop(scope, key, noopKey))) return;
   const patch = decodePatch(type, raw);
   // The walks of an apply (field sets, merge, comparison) only ever see a configuration within the limits.
   if (type === "apply") checkLimits(patch.value, def);
-  const key = objectKey(def, scope.namespace, scope.name!);
   const plan: UpdatePlan = { manager, allowCreate: type === "apply", apply: type === "apply" };
   const warningsBefore = scope.warnings.length;
 
@@ -182,5 +195,44 @@ export async function patchResource(scope: RequestScope): Promise<void> {
     }
     return decideUpdate(scope, convertToStorage(obj, def), current, plan);
   });
+  if (noopKey !== undefined && outcome.action === "noop") {
+    // Answered as respondObject would, and remembered for the next identical apply.
+    const json = JSON.stringify(renderOne(r, outcome.obj));
+    writeRaw(scope.res, 200, r.output.contentType, json, scope.warnings);
+    scope.ctx.noopApplies.set(noopKey, {
+      version: scope.version,
+      revision: Number(outcome.obj.metadata.resourceVersion),
+      json,
+      warnings: scope.warnings.slice(warningsBefore),
+    });
+    return;
+  }
   respondObject(scope, outcome.action === "create" ? 201 : 200, outcome.obj);
+}
+
+/**
+ * Answers an apply that is the repeat of one that changed nothing, when the object
+ * is still at the revision it changed nothing at; false otherwise.
+ */
+async function answerRepeatedNoop(
+  scope: RequestScope,
+  key: string,
+  noopKey: string,
+): Promise<boolean> {
+  const { ctx } = scope;
+  const hit = ctx.noopApplies.get(noopKey, scope.version);
+  if (!hit) return false;
+  let kv: Awaited<ReturnType<typeof ctx.store.get>>;
+  try {
+    kv = await ctx.store.get(key);
+  } catch (err) {
+    throw statusFromStorage(err, scope.subject);
+  }
+  if (!kv || kv.modRevision !== hit.revision) {
+    ctx.noopApplies.delete(noopKey);
+    return false;
+  }
+  scope.warnings.push(...hit.warnings);
+  writeRaw(scope.res, 200, scope.renderer.output.contentType, hit.json, scope.warnings);
+  return true;
 }
