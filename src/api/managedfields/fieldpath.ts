@@ -155,7 +155,8 @@ export function comparePathKeys(a: PathKey, b: PathKey): number {
   const ra = RANK[a[0]] ?? 4;
   const rb = RANK[b[0]] ?? 4;
   if (ra !== rb) return ra < rb ? -1 : 1;
-  if (ra === 0) return compareStrings(a.slice(2), b.slice(2));
+  // Both start with "f:": comparing whole keys orders them by name.
+  if (ra === 0) return compareStrings(a, b);
   const pa = parsePathElement(a);
   const pb = parsePathElement(b);
   if (pa?.kind === "key" && pb?.kind === "key") {

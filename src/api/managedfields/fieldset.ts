@@ -10,6 +10,9 @@
  * Set operations follow structured-merge-diff: `difference` removes exact members
  * (not what lies below them), `recursiveDifference` also removes everything below a
  * member of the other set.
+ *
+ * Invariant: a child set is never empty (setChild drops empty ones, and insert
+ * only creates the nodes of the path it adds), so emptiness is known at once.
  */
 import type { FieldsV1 } from "../meta.ts";
 import { canonicalPathKey, comparePathKeys, type Path, type PathKey } from "./fieldpath.ts";
@@ -47,8 +50,8 @@ export class FieldSet {
     this.members.add(key);
   }
 
-  /** The child set below `key`, created if missing (for building sets). */
-  descend(key: PathKey): FieldSet {
+  /** The child set below `key`, created if missing (insert adds a path below it at once). */
+  private descend(key: PathKey): FieldSet {
     let c = this.children.get(key);
     if (!c) {
       c = new FieldSet();
@@ -93,9 +96,7 @@ export class FieldSet {
 
   /** True if the set holds no path. */
   get empty(): boolean {
-    if (this.members.size > 0) return false;
-    for (const c of this.children.values()) if (!c.empty) return false;
-    return true;
+    return this.members.size === 0 && this.children.size === 0;
   }
 
   /** The number of paths in the set. */
@@ -115,6 +116,8 @@ export class FieldSet {
 
   /** Paths in either set. */
   union(other: FieldSet): FieldSet {
+    if (other.empty) return this.clone();
+    if (this.empty) return other.clone();
     const out = this.clone();
     for (const m of other.members) out.members.add(m);
     for (const [k, c] of other.children) {
@@ -137,6 +140,7 @@ export class FieldSet {
 
   /** Paths of this set that are not members of `other` (paths below them stay). */
   difference(other: FieldSet): FieldSet {
+    if (other.empty) return this.clone();
     const out = new FieldSet();
     for (const m of this.members) if (!other.members.has(m)) out.members.add(m);
     for (const [k, c] of this.children) {
@@ -160,12 +164,11 @@ export class FieldSet {
 
   /** True if both sets hold the same paths. */
   equals(other: FieldSet): boolean {
+    if (this === other) return true;
     if (this.members.size !== other.members.size) return false;
+    if (this.children.size !== other.children.size) return false;
     for (const m of this.members) if (!other.members.has(m)) return false;
-    const mine = [...this.children].filter(([, c]) => !c.empty);
-    const theirs = [...other.children].filter(([, c]) => !c.empty);
-    if (mine.length !== theirs.length) return false;
-    for (const [k, c] of mine) {
+    for (const [k, c] of this.children) {
       const t = other.children.get(k);
       if (!t || !c.equals(t)) return false;
     }
@@ -188,9 +191,9 @@ export class FieldSet {
   }
 
   private sortedKeys(): PathKey[] {
-    const keys = new Set<PathKey>(this.members);
-    for (const [k, c] of this.children) if (!c.empty) keys.add(k);
-    return [...keys].sort(comparePathKeys);
+    const keys: PathKey[] = [...this.members];
+    for (const k of this.children.keys()) if (!this.members.has(k)) keys.push(k);
+    return keys.length > 1 ? keys.sort(comparePathKeys) : keys;
   }
 
   /** The FieldsV1 form, keys in the order Kubernetes writes them. */
@@ -203,7 +206,7 @@ export class FieldSet {
     if (self) out[SELF] = {};
     for (const k of this.sortedKeys()) {
       const c = this.children.get(k);
-      setOwn(out, k, c && !c.empty ? c.encode(this.members.has(k)) : {});
+      setOwn(out, k, c ? c.encode(this.members.has(k)) : {});
     }
     return out;
   }

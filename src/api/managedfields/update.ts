@@ -97,7 +97,7 @@ export function recordUpdate(
   time: string,
 ): Managed {
   const c = compareObjects(live, next, schema);
-  const changed = c.modified.union(c.added);
+  const changed = c.modified.empty ? c.added : c.modified.union(c.added);
   const out: Managed = new Map();
   for (const [id, e] of managed) {
     const set = e.set.difference(changed).difference(c.removed);
