@@ -21,6 +21,9 @@
  *   initial lane moves it to the live lane.
  * - Shutdown: `shutDown` stops handing out keys (pending and future `get`s return
  *   undefined) and ignores adds; `drain` waits for the keys in flight to be done.
+ * - Waiting workers: however many wait on the same AbortSignal, the queue holds
+ *   one abort listener on it (removed when the last of them is handed a key), so
+ *   a controller's many workers never pile listeners onto its stop signal.
  *
  * Memory: keys collapse, so the queue holds at most one entry per distinct key
  * (roughly 250 bytes plus the key string, plus one heap slot per delayed key);
@@ -142,7 +145,12 @@ class DelayHeap {
 interface Waiter {
   resolve(key: string | undefined): void;
   signal?: AbortSignal;
-  onAbort?: () => void;
+}
+
+/** The waiters on one AbortSignal and the one listener that wakes them all. */
+interface SignalWatch {
+  waiters: Set<Waiter>;
+  onAbort: () => void;
 }
 
 /** A work queue of string keys with collapse, per-key backoff and fair lanes. */
@@ -157,7 +165,8 @@ export class WorkQueue {
   private readonly delayed = new DelayHeap();
   private timer: TimerHandle | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
-  private readonly waiters: Waiter[] = [];
+  private waiters: Waiter[] = [];
+  private readonly watches = new Map<AbortSignal, SignalWatch>();
   private processingCount = 0;
   private drainWaiters: (() => void)[] = [];
   private shutdown = false;
@@ -210,16 +219,40 @@ export class WorkQueue {
     if (key !== undefined || this.shutdown || signal?.aborted) return Promise.resolve(key);
     return new Promise((resolve) => {
       const waiter: Waiter = { resolve, signal };
-      if (signal) {
-        waiter.onAbort = () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          resolve(undefined);
-        };
-        signal.addEventListener("abort", waiter.onAbort, { once: true });
-      }
       this.waiters.push(waiter);
+      if (signal) this.watch(signal).waiters.add(waiter);
     });
+  }
+
+  /** The watch of `signal`: one abort listener for every waiter on it. */
+  private watch(signal: AbortSignal): SignalWatch {
+    let w = this.watches.get(signal);
+    if (!w) {
+      const watch: SignalWatch = {
+        waiters: new Set(),
+        onAbort: () => {
+          this.watches.delete(signal);
+          this.waiters = this.waiters.filter((x) => !watch.waiters.has(x));
+          for (const x of watch.waiters) x.resolve(undefined);
+        },
+      };
+      signal.addEventListener("abort", watch.onAbort, { once: true });
+      this.watches.set(signal, watch);
+      w = watch;
+    }
+    return w;
+  }
+
+  /** Forgets a waiter that was handed its answer; the last one on a signal removes its listener. */
+  private unwatch(waiter: Waiter): void {
+    const signal = waiter.signal;
+    const w = signal && this.watches.get(signal);
+    if (!signal || !w) return;
+    w.waiters.delete(waiter);
+    if (w.waiters.size === 0) {
+      signal.removeEventListener("abort", w.onAbort);
+      this.watches.delete(signal);
+    }
   }
 
   /** Hands out the next ready key without waiting, or undefined if none is ready. */
@@ -323,7 +356,7 @@ export class WorkQueue {
     this.timerAt = Number.POSITIVE_INFINITY;
     const ws = this.waiters.splice(0);
     for (const w of ws) {
-      if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
+      this.unwatch(w);
       w.resolve(undefined);
     }
   }
@@ -445,7 +478,7 @@ export class WorkQueue {
   private wake(): void {
     while (this.waiters.length > 0 && this.len() > 0) {
       const w = this.waiters.shift()!;
-      if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
+      this.unwatch(w);
       w.resolve(this.tryGet());
     }
   }

@@ -275,6 +275,43 @@ describe("controller", () => {
     }
   });
 
+  it("runs 50 workers without piling listeners onto their stop signal", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    const running = new Set<string>();
+    let maxParallel = 0;
+    let runs = 0;
+    mgr
+      .controller("wide")
+      .for(CM)
+      .withOptions({ maxConcurrentReconciles: 50 })
+      .complete(async (req) => {
+        if (req.namespace !== n) return;
+        running.add(req.name);
+        maxParallel = Math.max(maxParallel, running.size);
+        await sleep(30);
+        running.delete(req.name);
+        runs++;
+      });
+    try {
+      await mgr.start();
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) => client.create(cm(n, `w${i}`, { v: "0" }))),
+      );
+      await eventually(() => runs >= 60);
+      expect(maxParallel).toBeGreaterThan(10);
+      await mgr.stop();
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+      await mgr.stop();
+    }
+  });
+
   it("waits for the cache to see its own writes before reconciling the key again", async () => {
     // Watches reach this manager 150 ms late, so its cache lags behind its writes.
     const proxy = await startDelayProxy(env.url, 150);

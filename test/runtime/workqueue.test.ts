@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
 import { type QueueMetricsSink, WorkQueue } from "../../src/runtime/workqueue.ts";
@@ -131,6 +132,43 @@ describe("WorkQueue", () => {
     expect(await shut).toBeUndefined();
     q.add("a");
     expect(await q.get()).toBeUndefined();
+  });
+
+  it("50 workers waiting on one signal add one abort listener, and all wake on abort", async () => {
+    const { q } = queue();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      const ac = new AbortController();
+      const gets = Array.from({ length: 50 }, () => q.get(ac.signal));
+      expect(getEventListeners(ac.signal, "abort")).toHaveLength(1);
+      // Keys go to the waiters in turn.
+      for (let i = 0; i < 10; i++) q.add(`k${i}`);
+      expect(await Promise.all(gets.slice(0, 10))).toEqual(
+        Array.from({ length: 10 }, (_, i) => `k${i}`),
+      );
+      expect(getEventListeners(ac.signal, "abort")).toHaveLength(1);
+      ac.abort();
+      expect(await Promise.all(gets.slice(10))).toEqual(Array(40).fill(undefined));
+      expect(getEventListeners(ac.signal, "abort")).toHaveLength(0);
+      expect(await q.get(ac.signal)).toBeUndefined();
+
+      // Waiters that come and go leave no listener behind.
+      const live = new AbortController();
+      for (let round = 0; round < 5; round++) {
+        const batch = Array.from({ length: 20 }, () => q.get(live.signal));
+        for (let i = 0; i < 20; i++) q.add(`r${round}-${i}`);
+        const keys = await Promise.all(batch);
+        expect(keys.every((k) => k?.startsWith(`r${round}-`))).toBe(true);
+        for (const k of keys) q.done(k as string);
+      }
+      expect(getEventListeners(live.signal, "abort")).toHaveLength(0);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   it("shutdown drains keys in flight", async () => {
