@@ -129,6 +129,10 @@ describe("controller manager", () => {
     const text = await (await fetch(`${metrics}/metrics`)).text();
     expect(text).toMatch(/controller_runtime_reconcile_total\{controller="garbage-collector"/);
     expect(text).toMatch(/workqueue_adds_total\{name="namespace"/);
+    // The collector runs as many workers as Kubernetes' (--concurrent-gc-syncs).
+    expect(text).toMatch(
+      /controller_runtime_max_concurrent_reconciles\{controller="garbage-collector"\} 20\n/,
+    );
     await m.stop();
   });
 });

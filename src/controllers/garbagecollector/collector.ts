@@ -72,11 +72,8 @@ import { groupKind, type Monitor, Monitors } from "./monitors.ts";
 
 /** The controller's name (what `--disable` takes). */
 export const GARBAGE_COLLECTOR = "garbage-collector";
-/**
- * Concurrent reconciles. Kubernetes runs 20; 10 keeps each worker's wait on the
- * runtime's shared stop signal under Node's default listener warning threshold.
- */
-export const DEFAULT_GC_WORKERS = 10;
+/** Concurrent reconciles (Kubernetes' --concurrent-gc-syncs default). */
+export const DEFAULT_GC_WORKERS = 20;
 /** How often the served kinds are discovered again, in ms (Kubernetes resyncs every 30 s). */
 export const DEFAULT_DISCOVERY_INTERVAL_MS = 30_000;
 /** After a CRD changes, discovery runs again this soon (ms), once per burst of changes. */
