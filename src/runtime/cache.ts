@@ -3,7 +3,8 @@
  * request and started as soon as the cache runs, so every controller of a manager
  * reads the same local copies and the server sees one list and one watch per kind.
  * A kind whose CRD does not exist yet keeps retrying (discovery is re-read on a
- * miss) and syncs once the CRD is served.
+ * miss) and syncs once the CRD is served. One informer can be stopped and
+ * removed (`removeInformer`), e.g. when its kind stops being served.
  */
 import { matchesLabels, parseLabelSelector } from "../api/labels.ts";
 import type { KubeList, KubeObject } from "../api/meta.ts";
@@ -20,6 +21,12 @@ export interface InformerScope {
   fieldSelector?: string;
   /** Objects reduced to apiVersion, kind and metadata (PartialObjectMetadata). */
   metadataOnly?: boolean;
+  /**
+   * Applied to every object before it is stored (after managedFields are
+   * stripped), e.g. to keep only the fields a controller reads. Informers with
+   * different transform functions are distinct; the same function shares one.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
 }
 
 export interface InformerCacheOptions {
@@ -53,6 +60,20 @@ function typeKey(type: TypeRef): string {
   return `${type.apiVersion}/${type.kind}`;
 }
 
+/** A number per transform function, so that scopes with different transforms have different keys. */
+const transformIds = new WeakMap<(obj: KubeObject) => KubeObject, number>();
+let nextTransformId = 1;
+
+function transformId(fn: InformerScope["transform"]): number {
+  if (!fn) return 0;
+  let id = transformIds.get(fn);
+  if (id === undefined) {
+    id = nextTransformId++;
+    transformIds.set(fn, id);
+  }
+  return id;
+}
+
 function scopeKey(type: TypeRef, scope: InformerScope): string {
   return JSON.stringify([
     typeKey(type),
@@ -60,6 +81,7 @@ function scopeKey(type: TypeRef, scope: InformerScope): string {
     scope.labelSelector ?? "",
     scope.fieldSelector ?? "",
     scope.metadataOnly === true,
+    transformId(scope.transform),
   ]);
 }
 
@@ -67,6 +89,8 @@ interface Entry {
   type: TypeRef;
   scope: InformerScope;
   informer: Informer<KubeObject>;
+  /** Stops this informer alone (the cache's signal aborts every entry's). */
+  stop: AbortController;
 }
 
 /** Matches the field selectors a cache can answer locally: metadata.name and metadata.namespace. */
@@ -114,18 +138,42 @@ export class InformerCache implements Reader {
         stripManagedFields: this.opts.stripManagedFields,
         logger: this.opts.logger,
       });
-      entry = { type, scope: { ...s }, informer };
+      entry = { type, scope: { ...s }, informer, stop: new AbortController() };
       this.entries.set(key, entry);
-      if (this.signal) informer.start(this.signal);
+      if (this.signal) {
+        if (this.signal.aborted) entry.stop.abort();
+        informer.start(entry.stop.signal);
+      }
     }
     return entry.informer as unknown as Informer<T>;
+  }
+
+  /**
+   * Stops the informer for `type` in `scope` (the kind's default scope when
+   * omitted) and forgets it; returns whether there was one. Its handlers get no
+   * further events and its readers no further updates; a later `informerFor`
+   * creates a new one. For kinds that stop being served.
+   */
+  removeInformer(type: TypeRef, scope?: InformerScope): boolean {
+    const key = scopeKey(type, scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {});
+    const entry = this.entries.get(key);
+    if (!entry) return false;
+    this.entries.delete(key);
+    entry.stop.abort();
+    return true;
   }
 
   /** Starts every informer requested so far and, from now on, each one as it is requested. */
   start(signal: AbortSignal): void {
     if (this.signal) return;
     this.signal = signal;
-    for (const e of this.entries.values()) e.informer.start(signal);
+    // One listener for all informers, however many there are.
+    const stopAll = (): void => {
+      for (const e of this.entries.values()) e.stop.abort();
+    };
+    if (signal.aborted) stopAll();
+    else signal.addEventListener("abort", stopAll, { once: true });
+    for (const e of this.entries.values()) e.informer.start(e.stop.signal);
   }
 
   /** Whether start() was called (and its signal has not aborted). */

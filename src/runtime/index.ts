@@ -60,8 +60,19 @@
  * - `/healthz` and `/readyz` fail when an informer has had no watch for 60 s;
  *   `/readyz` until the caches have synced. `/metrics` uses controller-runtime's
  *   metric names.
+ * - Runnables (`mgr.add`): components that run leader or not (a discovery loop,
+ *   side informers of the shared cache), started once the caches have synced,
+ *   each a `/readyz` check, stopped on shutdown before the informers (each gets
+ *   up to 5 s to return). `mgr.cache.removeInformer` stops one shared informer
+ *   (e.g. when its kind stops being served); `transform` in an informer's scope
+ *   reduces what it stores.
  */
 
+export {
+  InformerCache,
+  type InformerCacheOptions,
+  type InformerScope,
+} from "./cache.ts";
 // Talking to the server.
 export {
   type ApplyOptions,
@@ -177,6 +188,8 @@ export {
   type LeaderElectionOptions,
   Manager,
   type ManagerOptions,
+  RUNNABLE_STOP_TIMEOUT_MS,
+  type Runnable,
 } from "./manager.ts";
 export { RuntimeMetrics } from "./metrics.ts";
 export { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, OWNER_UID_INDEX } from "./objectstore.ts";

@@ -9,10 +9,15 @@
  *    over with a full cache. Losing the lease stops reconciling at once (signals
  *    of reconciles in flight abort and their writes are refused), and the
  *    manager campaigns again;
- * 4. on shutdown (its signal aborts, or `stop()`): stops the controllers,
+ * 4. runs the components added with `add()` (runnables) from the initial sync
+ *    to shutdown, leader or not (discovery loops, side informers of the shared
+ *    cache), each with its own readiness check in `/readyz`;
+ * 5. on shutdown (its signal aborts, or `stop()`): stops the controllers,
  *    letting reconciles in flight finish for up to `gracefulShutdownTimeoutMs`
  *    while it still renews the lease, then releases the lease (when
- *    `releaseOnCancel`), stops the informers and closes its servers.
+ *    `releaseOnCancel`), stops the runnables (waiting up to
+ *    `RUNNABLE_STOP_TIMEOUT_MS` for them), stops the informers and closes its
+ *    servers.
  *
  * The finalizers the controllers declare are published on the leader's Lease
  * in the `setpoint.dev/finalizers` annotation (sorted, comma-separated), so
@@ -49,6 +54,37 @@ export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 export const DEFAULT_INFORMER_STALL_MS = 60_000;
 /** On shutdown, how long to wait for Events still being written. */
 export const EVENT_FLUSH_TIMEOUT_MS = 2_000;
+/** On shutdown, how long to wait for each runnable to return once its signal aborted. */
+export const RUNNABLE_STOP_TIMEOUT_MS = 5_000;
+
+/**
+ * A component that runs with the manager whether or not it leads: started once
+ * the caches have synced (at once if added later), stopped on shutdown before
+ * the informers, and part of `/readyz`.
+ */
+export interface Runnable {
+  /** Its name: in logs, and its `/readyz` check's. */
+  readonly name: string;
+  /**
+   * Runs until `signal` aborts: returns at once (leaving work that ends with
+   * the signal) or a promise that settles once it has stopped, which shutdown
+   * waits for (up to RUNNABLE_STOP_TIMEOUT_MS). A failure (it throws, or its
+   * promise rejects before it is stopped) is logged and fails its readiness.
+   */
+  start(signal: AbortSignal): void | Promise<void>;
+  /** Readiness while running (default: ready once started). */
+  ready?(): CheckResult;
+}
+
+interface RunnableEntry {
+  runnable: Runnable;
+  /** Its own stop signal (so runnables do not share listeners on one). */
+  stop: AbortController;
+  started: boolean;
+  done?: Promise<void>;
+  /** Why it failed (threw, or its promise rejected before it was stopped). */
+  error?: string;
+}
 
 export interface LeaderElectionOptions {
   /** The Lease's name. */
@@ -101,6 +137,7 @@ export class Manager {
   readonly readyz = new HealthChecks();
   private readonly opts: ManagerOptions;
   private readonly registered: Registered[] = [];
+  private readonly runnables: RunnableEntry[] = [];
   private readonly elector: LeaderElector | undefined;
   private readonly cacheAbort = new AbortController();
   private readonly electorAbort = new AbortController();
@@ -195,6 +232,27 @@ export class Manager {
     return controller;
   }
 
+  /**
+   * Adds a component that runs with the manager, leader or not (see Runnable).
+   * Added after start, it starts at once.
+   */
+  add(runnable: Runnable): void {
+    if (this.runnables.some((r) => r.runnable.name === runnable.name)) {
+      throw new Error(`a runnable named "${runnable.name}" is already added`);
+    }
+    if (this.state === "stopping" || this.state === "stopped") {
+      throw new Error("the manager is stopping");
+    }
+    const entry: RunnableEntry = { runnable, stop: new AbortController(), started: false };
+    this.runnables.push(entry);
+    this.readyz.add(runnable.name, () => {
+      if (!entry.started) return { ok: false, reason: "not started" };
+      if (entry.error !== undefined) return { ok: false, reason: `failed: ${entry.error}` };
+      return runnable.ready?.() ?? { ok: true };
+    });
+    if (this.state === "running") this.startRunnable(entry);
+  }
+
   /** The controllers registered so far. */
   get controllers(): readonly Controller[] {
     return this.registered.map((r) => r.controller);
@@ -253,6 +311,7 @@ export class Manager {
     if (this.state !== "starting") return; // stopped meanwhile
     this.synced = true;
     this.state = "running";
+    for (const entry of this.runnables) this.startRunnable(entry);
     this.log.info(
       { identity: this.identity, controllers: this.registered.length },
       "manager started",
@@ -287,6 +346,12 @@ export class Manager {
     if (this.electorRun) await this.electorRun;
     this.leading = false;
     if (this.opts.leaderElection) this.metrics.leaderStatus(this.opts.leaderElection.id, false);
+    for (const r of this.runnables) r.stop.abort();
+    await Promise.all(
+      this.runnables.map((r) =>
+        r.done ? withTimeout(r.done, RUNNABLE_STOP_TIMEOUT_MS) : undefined,
+      ),
+    );
     this.cacheAbort.abort();
     await Promise.all(
       this.registered.map((r) => {
@@ -299,6 +364,23 @@ export class Manager {
     for (const w of this.electedWaiters.splice(0)) w();
     this.log.info({ wasRunning }, "manager stopped");
     this.resolveDone();
+  }
+
+  private startRunnable(entry: RunnableEntry): void {
+    if (entry.started) return;
+    entry.started = true;
+    const { name } = entry.runnable;
+    const failed = (e: unknown): void => {
+      if (entry.stop.signal.aborted) return;
+      entry.error = e instanceof Error ? e.message : String(e);
+      this.log.error({ runnable: name, err: entry.error }, "runnable failed");
+    };
+    try {
+      const run = entry.runnable.start(entry.stop.signal);
+      if (run) entry.done = run.catch(failed);
+    } catch (e) {
+      failed(e);
+    }
   }
 
   private startedLeading(): void {

@@ -7,6 +7,8 @@ import { ApiError, isBadRequest, isNotFound } from "../../src/runtime/errors.ts"
 import { addWidgetType } from "../apiserver/harness.ts";
 import { type RealServer, startRealServer, until } from "./realserver.ts";
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };
 const WIDGET = { apiVersion: "example.com/v1", kind: "Widget" };
@@ -156,5 +158,52 @@ describe("InformerCache", () => {
     const w = await until(() => widgets.get("w1", "a"), "the new widget in the cache");
     expect((w.spec as { color?: string }).color).toBe("blue");
     expect(widgets.health()).toMatchObject({ synced: true, failures: 0 });
+  });
+  it("stops and removes one informer, leaving the others; a later request starts afresh", async () => {
+    const client = env.client();
+    const cache = new InformerCache(client, { informerOptions: FAST });
+    started(cache);
+    const slim = (o: KubeObject): KubeObject => ({
+      apiVersion: o.apiVersion,
+      kind: o.kind,
+      metadata: { name: o.metadata.name, namespace: o.metadata.namespace },
+    });
+    const full = cache.informerFor(CM);
+    const reduced = cache.informerFor(CM, { transform: slim });
+    // A different transform function is a different informer; the same one shares it.
+    expect(reduced).not.toBe(full);
+    expect(cache.informerFor(CM, { transform: slim })).toBe(reduced);
+    await cache.waitForSync();
+    expect(reduced.get("one", "a")?.metadata.labels).toBeUndefined();
+    expect(full.get("one", "a")?.metadata.labels).toEqual({ app: "web" });
+
+    await until(
+      () => full.health().watching && reduced.health().watching,
+      "both informers to watch",
+    );
+    const watchesBefore = client.stats.byVerb.watch ?? 0;
+    const seen: string[] = [];
+    reduced.addEventHandler({
+      onAdd: (o, initial) => !initial && seen.push(o.metadata.name ?? ""),
+    });
+    expect(cache.removeInformer(CM, { transform: slim })).toBe(true);
+    expect(cache.removeInformer(CM, { transform: slim })).toBe(false);
+    expect(cache.health().map((h) => h.scope.transform)).toEqual([undefined]);
+    await admin.create(cm("after-removal", "a"));
+    await until(
+      () => full.get("after-removal", "a"),
+      "the remaining informer to see the new object",
+    );
+    expect(seen).toEqual([]);
+    expect(reduced.get("after-removal", "a")).toBeUndefined();
+    // The removed informer's watch ended and was not resumed.
+    await sleep(100);
+    expect(reduced.health().watching).toBe(false);
+    expect(client.stats.byVerb.watch ?? 0).toBe(watchesBefore);
+
+    const again = cache.informerFor(CM, { transform: slim });
+    expect(again).not.toBe(reduced);
+    await again.waitForSync();
+    expect(again.get("after-removal", "a")?.metadata.name).toBe("after-removal");
   });
 });

@@ -116,6 +116,74 @@ describe("Manager", () => {
     }
   });
 
+  it("runs runnables leader or not, with their readiness in /readyz, and stops them on shutdown", async () => {
+    // Someone else holds the Lease for a minute: this manager stays a standby.
+    const leaseName = `held-${Date.now().toString(36)}`;
+    const now = new Date().toISOString().replace("Z", "000Z");
+    await client.create({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: leaseName, namespace: "default" },
+      spec: { holderIdentity: "someone-else", leaseDurationSeconds: 60, renewTime: now },
+    });
+    const mgr = new Manager({
+      client: env.client(),
+      logger: silentLogger(),
+      healthAddr: "127.0.0.1:0",
+      leaderElection: { id: leaseName, namespace: "default", retryPeriodMs: 100 },
+    });
+    const events: string[] = [];
+    let warm = false;
+    mgr.add({
+      name: "warmer",
+      start: async (signal) => {
+        events.push("warmer started");
+        await new Promise((r) => signal.addEventListener("abort", r, { once: true }));
+        await sleep(50); // winding down takes a while; shutdown waits for it
+        events.push("warmer stopped");
+      },
+      ready: () => (warm ? { ok: true } : { ok: false, reason: "warming up" }),
+    });
+    mgr.add({
+      name: "broken",
+      start: () => {
+        throw new Error("cannot start");
+      },
+    });
+    expect(() => mgr.add({ name: "warmer", start: () => {} })).toThrow(/already added/);
+    const readyz = async () => {
+      const r = await fetch(`http://${mgr.healthAddress}/readyz?verbose`);
+      return { status: r.status, text: await r.text() };
+    };
+    try {
+      await mgr.start();
+      expect(events).toEqual(["warmer started"]);
+      expect(mgr.isLeader).toBe(false);
+      let r = await readyz();
+      expect(r.status).toBe(500);
+      expect(r.text).toContain("[-]warmer failed: warming up");
+      expect(r.text).toContain("[-]broken failed: failed: cannot start");
+      warm = true;
+      r = await readyz();
+      expect(r.text).toContain("[+]warmer ok");
+
+      // Added while running: started at once.
+      let lateStarted = false;
+      mgr.add({
+        name: "late",
+        start: () => {
+          lateStarted = true;
+        },
+      });
+      expect(lateStarted).toBe(true);
+      expect((await readyz()).text).toContain("[+]late ok");
+    } finally {
+      await mgr.stop();
+    }
+    expect(events).toEqual(["warmer started", "warmer stopped"]);
+    expect(mgr.isLeader).toBe(false);
+  });
+
   it("drains reconciles in flight on shutdown before returning", async () => {
     const n = await namespace();
     const mgr = new Manager({ client: env.client(), logger: silentLogger() });
