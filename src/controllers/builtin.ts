@@ -1,19 +1,17 @@
 /**
  * What every built-in controller looks like to the controller manager: a name
- * it can be switched off by, a `setup` that registers its loops with the
- * runtime Manager (so they run only while the manager leads), and an optional
- * `start` for what runs beside the manager's shared cache (its own informers,
- * discovery), from manager start to shutdown, leader or not.
+ * it can be switched off by, and a `setup` that registers its parts with the
+ * runtime Manager: its loops (which run only while the manager leads) and what
+ * runs beside them, leader or not (discovery, side informers), as runnables
+ * whose lifecycle and readiness the Manager owns.
  */
 import type { Manager } from "../runtime/index.ts";
 
 export interface BuiltinController {
   /** The name `--disable` takes. */
   readonly name: string;
-  /** Registers controllers, health checks and metrics with `mgr` (before it starts). */
+  /** Registers controllers, runnables, health checks and metrics with `mgr` (before it starts). */
   setup(mgr: Manager): void;
-  /** Starts background parts until `signal` aborts. */
-  start?(signal: AbortSignal): void;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time; rejects with the first error once all settled. */

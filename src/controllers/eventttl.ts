@@ -4,8 +4,10 @@
  * (lastTimestamp, eventTime, series.lastObservedTime, creation), so a series
  * that keeps recurring stays while it recurs.
  *
- * Cheap by construction: informers on core/v1 and events.k8s.io/v1 Events
- * (objects reduced to their timestamps) feed each Event's expiry time into the
+ * Cheap by construction: informers of the manager's shared cache on core/v1
+ * and events.k8s.io/v1 Events (objects reduced to their timestamps; set up by
+ * a runnable, so they run leader or not and count in /readyz) feed each
+ * Event's expiry time into the
  * work queue's delay heap (`enqueueAfter`): one timer for the earliest expiry,
  * O(log n) per change, and nothing scans the Events on a schedule. When an
  * Event's time comes, it is deleted with preconditions on its UID and
@@ -14,9 +16,12 @@
  */
 import type { KubeObject, ObjectMeta } from "../api/meta.ts";
 import {
+  type CheckResult,
   type Client,
   type Controller,
-  Informer,
+  type Informer,
+  type InformerCache,
+  type InformerScope,
   isConflict,
   isNoKindMatch,
   isNotFound,
@@ -24,6 +29,7 @@ import {
   type Manager,
   type ReconcileContext,
   type Result,
+  type Runnable,
   silentLogger,
 } from "../runtime/index.ts";
 import type { BuiltinController } from "./builtin.ts";
@@ -89,16 +95,20 @@ export function lastOccurrence(o: KubeObject): number {
   return latest;
 }
 
+/** The informer scope of Events here: every Event, reduced to its timestamps. */
+const EVENT_SCOPE: InformerScope = { transform: reduceEvent };
+
 /** The queue key name of an Event: "<tag>:<name>" (Event names cannot contain ':'). */
 function keyName(tag: string, name: string): string {
   return `${tag}:${name}`;
 }
 
-export class EventTtlController implements BuiltinController {
+export class EventTtlController implements BuiltinController, Runnable {
   readonly name = EVENT_TTL_CONTROLLER;
   readonly ttlMs: number;
   private readonly log: Logger;
   private client!: Client;
+  private cache!: InformerCache;
   private controller!: Controller;
   private readonly informers = new Map<string, Informer<KubeObject>>();
 
@@ -110,6 +120,7 @@ export class EventTtlController implements BuiltinController {
 
   setup(mgr: Manager): void {
     this.client = mgr.client;
+    this.cache = mgr.cache;
     this.controller = mgr.addController(
       {
         name: EVENT_TTL_CONTROLLER,
@@ -118,19 +129,19 @@ export class EventTtlController implements BuiltinController {
       },
       [],
     );
-    mgr.readyz.add(EVENT_TTL_CONTROLLER, () => {
-      const pending = [...this.informers].filter(([, i]) => !i.hasSynced()).map(([tag]) => tag);
-      return pending.length === 0
-        ? { ok: true }
-        : { ok: false, reason: `event informers not synced: ${pending.join(", ")}` };
-    });
+    mgr.add(this);
   }
 
-  start(signal: AbortSignal): void {
-    void this.startInformers(signal);
+  /** Readiness (the manager's /readyz): the Event informers have synced. */
+  ready(): CheckResult {
+    const pending = [...this.informers].filter(([, i]) => !i.hasSynced()).map(([tag]) => tag);
+    return pending.length === 0
+      ? { ok: true }
+      : { ok: false, reason: `event informers not synced: ${pending.join(", ")}` };
   }
 
-  private async startInformers(signal: AbortSignal): Promise<void> {
+  /** Sets up the Event informers in the manager's cache (which stops them on shutdown). */
+  async start(signal: AbortSignal): Promise<void> {
     for (const { tag, type } of EVENT_KINDS) {
       try {
         await this.client.resourceFor(type);
@@ -143,14 +154,10 @@ export class EventTtlController implements BuiltinController {
         this.log.warn({ err: e instanceof Error ? e.message : String(e) }, "discovery failed");
       }
       if (signal.aborted) return;
-      const informer = new Informer<KubeObject>(this.client, type, {
-        transform: reduceEvent,
-        logger: this.log,
-      });
+      const informer = this.cache.informerFor<KubeObject>(type, EVENT_SCOPE);
       const schedule = (o: KubeObject) => this.schedule(tag, o);
       informer.addEventHandler({ onAdd: schedule, onUpdate: (_old, o) => schedule(o) });
       this.informers.set(tag, informer);
-      informer.start(signal);
     }
   }
 

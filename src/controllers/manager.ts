@@ -41,7 +41,6 @@ export interface ControllerManagerOptions {
 export class ControllerManager {
   readonly manager: Manager;
   readonly controllers: readonly BuiltinController[];
-  private readonly background = new AbortController();
   private readonly ownsClient: boolean;
 
   constructor(opts: ControllerManagerOptions, controllers: readonly BuiltinController[]) {
@@ -74,19 +73,12 @@ export class ControllerManager {
   }
 
   /**
-   * Starts the controllers' own parts and the manager; resolves once the
-   * manager's caches have synced (leadership may come later). Aborting `signal`
-   * shuts down like `stop()`.
+   * Starts the manager; resolves once its caches have synced (leadership may
+   * come later). Aborting `signal` shuts down like `stop()`.
    */
   async start(signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", () => void this.stop(), { once: true });
-    for (const c of this.controllers) c.start?.(this.background.signal);
-    try {
-      await this.manager.start(signal);
-    } catch (e) {
-      this.background.abort();
-      throw e;
-    }
+    await this.manager.start(signal);
   }
 
   /** Starts, then waits until stopped. */
@@ -95,10 +87,9 @@ export class ControllerManager {
     await this.manager.done;
   }
 
-  /** Stops reconciling (draining), releases the Lease, stops informers and servers. */
+  /** Stops reconciling (draining), releases the Lease, stops runnables, informers and servers. */
   async stop(): Promise<void> {
     await this.manager.stop();
-    this.background.abort();
     if (this.ownsClient) this.manager.client.close();
   }
 

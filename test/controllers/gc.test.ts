@@ -265,4 +265,30 @@ describe("garbage collector", () => {
       "dependents of and among custom resources collected",
     );
   });
+  it("monitors through the manager's cache, and drops a kind's monitor when it stops being served", async () => {
+    const cache = cm.manager.cache;
+    const monitored = () =>
+      cache
+        .health()
+        .filter((h) => h.scope.metadataOnly)
+        .map((h) => `${h.apiVersion}/${h.kind}`);
+    // Built-in kinds are monitored by informers of the shared cache, health-checked by the manager.
+    expect(monitored()).toContain("v1/ConfigMap");
+    await installCrd(client, crd("gadgets", "Gadget"));
+    await eventually(
+      () => monitored().includes("example.com/v1/Gadget"),
+      "a monitor for the new kind",
+    );
+    const gc = cm.controllers[0] as GarbageCollector;
+    await eventually(() => gc.ready().ok, "the collector ready with the new monitor synced");
+    await client.delete(
+      { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition" },
+      "gadgets.example.com",
+    );
+    await eventually(
+      () => !monitored().includes("example.com/v1/Gadget"),
+      "the monitor removed from the cache",
+    );
+    expect(monitored()).toContain("v1/ConfigMap");
+  });
 });

@@ -5,8 +5,11 @@
  *
  * - Discovery (at start, every `discoveryIntervalMs`, and soon after any change
  *   to a CustomResourceDefinition) lists every served kind; each kind that can
- *   be listed, watched and deleted gets a metadata-only informer (a monitor)
- *   feeding the ownership graph. Kinds that stop being served lose theirs.
+ *   be listed, watched and deleted gets a metadata-only informer (a monitor) in
+ *   the manager's shared cache, feeding the ownership graph. Kinds that stop
+ *   being served lose theirs. Discovery and monitors run as a manager runnable:
+ *   leader or not (a standby keeps its graph warm), stopped on shutdown, and
+ *   ready (in /readyz) once discovery ran and every monitor synced.
  * - The graph is the collector's only source of truth about existence: "is
  *   owner UID X still there" is a lookup, never a GET per dependent. An owner
  *   absent from the graph counts as gone once its kind's monitor has seen the
@@ -40,6 +43,7 @@
  */
 import type { KubeObject, OwnerReference } from "../../api/meta.ts";
 import {
+  type CheckResult,
   type Client,
   type Controller,
   groupResource,
@@ -52,6 +56,7 @@ import {
   preferredResources,
   type ReconcileContext,
   type Result,
+  type Runnable,
   type ServedResource,
   type ServerResources,
   silentLogger,
@@ -147,7 +152,7 @@ function monitorable(r: ServedResource): boolean {
   return r.verbs.includes("list") && r.verbs.includes("watch") && r.verbs.includes("delete");
 }
 
-export class GarbageCollector implements BuiltinController {
+export class GarbageCollector implements BuiltinController, Runnable {
   readonly name = GARBAGE_COLLECTOR;
   readonly graph = new Graph();
   private readonly opts: GarbageCollectorOptions;
@@ -176,7 +181,7 @@ export class GarbageCollector implements BuiltinController {
   setup(mgr: Manager): void {
     this.client = mgr.client;
     this.monitors = new Monitors(
-      mgr.client,
+      mgr.cache,
       {
         added: (n, initial) => this.upserted(n, initial),
         updated: (n) => this.upserted(n, false),
@@ -195,17 +200,21 @@ export class GarbageCollector implements BuiltinController {
       },
       [],
     );
-    mgr.readyz.add(GARBAGE_COLLECTOR, () => {
-      if (!this.discovered) return { ok: false, reason: "resources not discovered yet" };
-      const pending = this.monitors.unsynced();
-      return pending.length === 0
-        ? { ok: true }
-        : { ok: false, reason: `monitors not synced: ${pending.join(", ")}` };
-    });
+    mgr.add(this);
   }
 
-  start(signal: AbortSignal): void {
-    void this.run(signal);
+  /** Discovers and monitors until `signal` aborts (the manager runs this, leader or not). */
+  start(signal: AbortSignal): Promise<void> {
+    return this.run(signal);
+  }
+
+  /** Readiness (the manager's /readyz): discovery ran and every monitor synced. */
+  ready(): CheckResult {
+    if (!this.discovered) return { ok: false, reason: "resources not discovered yet" };
+    const pending = this.monitors.unsynced();
+    return pending.length === 0
+      ? { ok: true }
+      : { ok: false, reason: `monitors not synced: ${pending.join(", ")}` };
   }
 
   /** Resolves once a discovery pass has run and every monitor has completed its first list. */

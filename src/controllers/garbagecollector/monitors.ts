@@ -1,14 +1,16 @@
 /**
- * One metadata-only informer per monitored resource, started and stopped as
+ * One metadata-only informer per monitored resource, in the manager's shared
+ * cache (which starts, stops and health-checks it), added and removed as
  * discovery finds resources served or gone. Objects are reduced to what the
  * graph needs (identity, ownerReferences, finalizers, deletionTimestamp), so a
  * monitor costs little memory per object, and every change reaches the sink.
  */
 import type { KubeObject, ObjectMeta } from "../../api/meta.ts";
 import {
-  type Client,
   groupResource,
-  Informer,
+  type Informer,
+  type InformerCache,
+  type InformerScope,
   type Logger,
   type ServedResource,
 } from "../../runtime/index.ts";
@@ -24,7 +26,8 @@ export interface Monitor {
   readonly key: string;
   readonly resource: ServedResource;
   readonly informer: Informer<KubeObject>;
-  readonly abort: AbortController;
+  /** Removes the monitor's handler from the informer. */
+  readonly detach: () => void;
   /** When it was started (ms since the epoch). */
   readonly startedAt: number;
 }
@@ -49,6 +52,9 @@ export function reduceToMetadata(o: KubeObject): KubeObject {
   return { apiVersion: o.apiVersion, kind: o.kind, metadata: meta };
 }
 
+/** The cache scope of monitors: metadata only, reduced by `reduceToMetadata`. */
+export const MONITOR_SCOPE: InformerScope = { metadataOnly: true, transform: reduceToMetadata };
+
 /** The graph node of an object read from `resource`'s monitor. */
 export function toNode(o: KubeObject, resource: ServedResource): GraphNode {
   const m = o.metadata;
@@ -70,10 +76,9 @@ export function toNode(o: KubeObject, resource: ServedResource): GraphNode {
 export class Monitors {
   private readonly byResource = new Map<string, Monitor>();
   private readonly byKind = new Map<string, Monitor>();
-  private parent: AbortSignal | undefined;
 
   constructor(
-    private readonly client: Client,
+    private readonly cache: InformerCache,
     private readonly sink: MonitorSink,
     private readonly log: Logger,
   ) {}
@@ -109,10 +114,6 @@ export class Monitors {
     keep: ReadonlySet<string>,
     signal: AbortSignal,
   ): { started: Monitor[]; stopped: Monitor[] } {
-    if (this.parent !== signal) {
-      this.parent = signal;
-      signal.addEventListener("abort", () => this.stopAll(), { once: true });
-    }
     const started: Monitor[] = [];
     const stopped: Monitor[] = [];
     const want = new Map(wanted.map((r) => [groupResource(r), r]));
@@ -137,25 +138,23 @@ export class Monitors {
   }
 
   private start(key: string, resource: ServedResource): Monitor {
-    const informer = new Informer<KubeObject>(
-      this.client,
-      { apiVersion: resource.apiVersion, kind: resource.kind },
-      { metadataOnly: true, transform: reduceToMetadata, logger: this.log },
-    );
-    const abort = new AbortController();
-    const monitor: Monitor = { key, resource, informer, abort, startedAt: Date.now() };
-    this.byResource.set(key, monitor);
-    this.byKind.set(groupKind(resource.group, resource.kind), monitor);
-    informer.addEventHandler({
+    const type = { apiVersion: resource.apiVersion, kind: resource.kind };
+    const informer = this.cache.informerFor<KubeObject>(type, MONITOR_SCOPE);
+    const detach = informer.addEventHandler({
       onAdd: (o, initial) => this.sink.added(toNode(o, resource), initial),
       onUpdate: (_old, o, resync) => {
         if (!resync) this.sink.updated(toNode(o, resource));
       },
       onDelete: (o) => this.sink.deleted(toNode(o, resource)),
     });
-    informer.start(abort.signal);
-    informer.waitForSync(abort.signal).then(
-      () => this.sink.synced(monitor),
+    const monitor: Monitor = { key, resource, informer, detach, startedAt: Date.now() };
+    this.byResource.set(key, monitor);
+    this.byKind.set(groupKind(resource.group, resource.kind), monitor);
+    // Rejects when the informer is removed before it synced.
+    informer.waitForSync().then(
+      () => {
+        if (this.byResource.get(key) === monitor) this.sink.synced(monitor);
+      },
       () => undefined,
     );
     this.log.debug({ resource: key, apiVersion: resource.apiVersion }, "monitoring resource");
@@ -163,7 +162,11 @@ export class Monitors {
   }
 
   private stop(m: Monitor): void {
-    m.abort.abort();
+    m.detach();
+    this.cache.removeInformer(
+      { apiVersion: m.resource.apiVersion, kind: m.resource.kind },
+      MONITOR_SCOPE,
+    );
     if (this.byResource.get(m.key) === m) this.byResource.delete(m.key);
     const gk = groupKind(m.resource.group, m.resource.kind);
     if (this.byKind.get(gk) === m) this.byKind.delete(gk);
