@@ -15,7 +15,7 @@ import { hostname } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "../api/meta.ts";
-import { isConflict, isForbidden, isInvalid, isNotFound } from "../runtime/errors.ts";
+import { isConflict, isForbidden, isInvalid, isNotFound } from "../runtime/index.ts";
 import {
   CLI_COMPONENT,
   clearedMessage,

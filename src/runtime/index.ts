@@ -163,6 +163,7 @@ export {
 } from "./helpers/ownerrefs.ts";
 export { updateStatusIfChanged } from "./helpers/status.ts";
 export {
+  compareResourceVersions,
   type EventHandler,
   Informer,
   type InformerHealth,

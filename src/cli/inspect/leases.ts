@@ -5,7 +5,7 @@
  * annotation the runtime's Manager writes.
  */
 import type { KubeObject } from "../../api/meta.ts";
-import { FINALIZERS_ANNOTATION } from "../../runtime/manager.ts";
+import { FINALIZERS_ANNOTATION } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
 
 /** Namespace of the per-node heartbeat Leases, which are not controller leases. */

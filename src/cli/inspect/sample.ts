@@ -4,7 +4,7 @@
  * after the list is missed; every watch is closed when the window ends.
  */
 import type { KubeObject } from "../../api/meta.ts";
-import type { Client } from "../../runtime/client.ts";
+import type { Client } from "../../runtime/index.ts";
 import { groupResource, type ServedResource } from "../../runtime/index.ts";
 import type { ClusterListing } from "./cluster.ts";
 import { WriteSampler } from "./hotloop.ts";

@@ -46,6 +46,7 @@ import {
   type CheckResult,
   type Client,
   type Controller,
+  compareResourceVersions,
   groupResource,
   isConflict,
   isInvalid,
@@ -61,7 +62,6 @@ import {
   type ServerResources,
   silentLogger,
 } from "../../runtime/index.ts";
-import { compareResourceVersions } from "../../runtime/informer.ts";
 import { type BuiltinController, forEachLimit } from "../builtin.ts";
 import {
   FINALIZER_FOREGROUND,
