@@ -36,6 +36,9 @@ interface Ctx extends Comparison {
 
 /** Compares two versions of a whole object (`undefined` is an empty object). */
 export function compareObjects(lhs: unknown, rhs: unknown, schema: Schema | undefined): Comparison {
+  if (lhs === undefined) {
+    return { added: addedFields(rhs, schema), modified: new FieldSet(), removed: new FieldSet() };
+  }
   const c: Ctx = {
     added: new FieldSet(),
     modified: new FieldSet(),
@@ -46,6 +49,55 @@ export function compareObjects(lhs: unknown, rhs: unknown, schema: Schema | unde
   const r = isObject(rhs) ? rhs : {};
   compareChildren(l, r, resourceSchema(schema), "map", c);
   return { added: c.added, modified: c.modified, removed: c.removed };
+}
+
+/**
+ * The fields of a whole object, as comparing it with nothing adds them
+ * (`compareObjects(undefined, obj).added`), built in one walk: every leaf, and
+ * every granular map, list and list item node itself.
+ */
+export function addedFields(obj: unknown, schema: Schema | undefined): FieldSet {
+  const out = new FieldSet();
+  if (isObject(obj)) addMapChildren(out, obj, resourceSchema(schema));
+  return out;
+}
+
+/** Adds to `set` the node `key` holding `value`, and what lies below it. */
+function addNode(set: FieldSet, key: PathKey, value: unknown, schema: Schema | undefined): void {
+  set.addMember(key);
+  if (value === undefined || value === null || isEmptyContainer(value)) return;
+  const shape = shapeOf(value, schema);
+  if (shape === "scalar" || shape === "atomic") return;
+  const child = new FieldSet();
+  if (shape === "map") addMapChildren(child, value as Record<string, unknown>, schema);
+  // Items that cannot be identified: the list is one field.
+  else if (!addListChildren(child, value as unknown[], schema)) return;
+  set.setChild(key, child);
+}
+
+function addMapChildren(
+  set: FieldSet,
+  value: Record<string, unknown>,
+  schema: Schema | undefined,
+): void {
+  for (const k of Object.keys(value)) {
+    const v = value[k];
+    if (v !== undefined) addNode(set, fieldKey(k), v, fieldType(schema, k).schema);
+  }
+}
+
+function addListChildren(set: FieldSet, value: unknown[], schema: Schema | undefined): boolean {
+  const index = indexList(value, schema);
+  if (Array.isArray(index)) return false;
+  const items = itemSchema(schema);
+  for (let i = 0; i < value.length; i++) {
+    const k = index.keys[i];
+    const n = index.count.get(k) ?? 0;
+    // Several items with one key are one atomic field.
+    if (n > 1) set.addMember(k);
+    else addNode(set, k, value[i], items);
+  }
+  return true;
 }
 
 /** True if nothing changed. */

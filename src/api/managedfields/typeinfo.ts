@@ -212,7 +212,8 @@ function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined
         fields.push([name, v]);
         continue;
       }
-      const def = items?.properties?.[name]?.default;
+      const props = items?.properties;
+      const def = props && Object.hasOwn(props, name) ? props[name].default : undefined;
       if (def !== undefined) fields.push([name, def]);
     }
     if (fields.length === 0) {
@@ -241,16 +242,23 @@ export interface IndexedList {
 
 /**
  * Indexes the items of a non-atomic list; returns the errors ("element 2: ...")
- * when some item cannot be identified.
+ * when some item cannot be identified. `cached`: remember the items' keys (for
+ * lists walked several times, as an apply does).
  */
-export function indexList(items: unknown[], schema: Schema | undefined): IndexedList | string[] {
+export function indexList(
+  items: unknown[],
+  schema: Schema | undefined,
+  cached = true,
+): IndexedList | string[] {
   const kind = listKind(schema);
   const itemsSchema = itemSchema(schema);
   const keys: PathKey[] = [];
   const count = new Map<PathKey, number>();
   const errors: string[] = [];
   for (let i = 0; i < items.length; i++) {
-    const k = itemKey(items[i], kind, itemsSchema);
+    const k = cached
+      ? itemKey(items[i], kind, itemsSchema)
+      : computeItemKey(items[i], kind, itemsSchema);
     if (k.error !== undefined) {
       errors.push(`element ${i}: ${k.error}`);
       continue;

@@ -17,6 +17,7 @@
 import type { KubeObject, ManagedFieldsEntry } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { compareObjects } from "./compare.ts";
+import { createdFieldsV1 } from "./created.ts";
 import { fieldKey } from "./fieldpath.ts";
 import { FieldSet } from "./fieldset.ts";
 import {
@@ -146,6 +147,20 @@ export function updateManagedFields(
   const managed = startingManaged(live, next, opts);
   const creating = live === undefined || !live.metadata?.uid;
   if (managed.size === 0 && !creating) return [];
+  if (managed.size === 0 && live === undefined) {
+    // A new object: every field it has is the writer's.
+    const fieldsV1 = createdFieldsV1(withoutManagedFields(next), schema, UNTRACKED_FIELDS);
+    if (fieldsV1 === undefined) return [];
+    const entry: ManagedFieldsEntry = {};
+    if (opts.manager) entry.manager = opts.manager;
+    entry.operation = "Update";
+    entry.apiVersion = opts.apiVersion;
+    if (opts.time) entry.time = opts.time;
+    entry.fieldsType = "FieldsV1";
+    entry.fieldsV1 = fieldsV1;
+    if (opts.subresource) entry.subresource = opts.subresource;
+    return [entry];
+  }
   const from = live && withoutManagedFields(live);
   const updated = recordUpdate(
     managed,
