@@ -42,9 +42,52 @@ export function withResourceVersion(obj: KubeObject, revision: number): KubeObje
 
 /** The JSON stored for an object: apiVersion, kind, metadata first; no resourceVersion. */
 export function encodeForStorage(obj: KubeObject): string {
+  return encodeObject(obj).stored;
+}
+
+/** An object encoded for storage, and the same JSON with a resourceVersion. */
+export interface EncodedObject {
+  /** What storage holds: apiVersion, kind, metadata first; no resourceVersion. */
+  stored: string;
+  /** The stored JSON with metadata.resourceVersion set to `revision` (no new serialization). */
+  withRevision(revision: number): string;
+}
+
+/** Encodes an object for storage, keeping the parts to add its resourceVersion cheaply. */
+export function encodeObject(obj: KubeObject): EncodedObject {
   const { resourceVersion: _rv, ...metadata } = obj.metadata;
   const { apiVersion, kind, metadata: _m, ...rest } = obj;
-  return JSON.stringify({ apiVersion, kind, metadata, ...rest });
+  let head = "{";
+  if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
+  if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
+  head += '"metadata":';
+  const meta = JSON.stringify(metadata);
+  const restJson = JSON.stringify(rest);
+  const tail = restJson === "{}" ? "}" : `,${restJson.slice(1)}`;
+  return {
+    stored: head + meta + tail,
+    withRevision(revision: number): string {
+      const rv = `"resourceVersion":${JSON.stringify(String(revision))}}`;
+      return head + (meta === "{}" ? `{${rv}` : `${meta.slice(0, -1)},${rv}`) + tail;
+    },
+  };
+}
+
+/**
+ * The JSON of objects just written, by object: the answer to a write is this JSON
+ * when it is asked for as stored (JSON, storage version), instead of a new
+ * serialization. Set only on objects nothing modifies afterwards.
+ */
+const writtenJson = new WeakMap<KubeObject, string>();
+
+/** Remembers `json` as the JSON of `obj` (resourceVersion included). */
+export function rememberJson(obj: KubeObject, json: string): void {
+  writtenJson.set(obj, json);
+}
+
+/** The JSON remembered for `obj`, if any. */
+export function rememberedJson(obj: KubeObject): string | undefined {
+  return writtenJson.get(obj);
 }
 
 /** A copy of `obj` in another version of its type (conversion None: apiVersion only). */

@@ -129,13 +129,17 @@ export function bumpGeneration(
   next.metadata.generation = deepEqual(specPart(next), specPart(old)) ? base || 1 : base + 1;
 }
 
-/** Schema defaults, then the type's own defaulting. */
+/**
+ * Schema defaults, then the type's own defaulting. A custom resource's strategy
+ * applies its schema's defaults itself (structural defaulting, with the nulls
+ * rules), so the schema walk is left to it.
+ */
 export function applyDefaults(
   obj: KubeObject,
   def: ResourceDefinition,
   version: VersionDefinition,
 ): void {
-  applySchemaDefaults(obj, version.schema);
+  if (!def.custom || !def.strategy.default) applySchemaDefaults(obj, version.schema);
   def.strategy.default?.(obj);
 }
 

@@ -4,11 +4,12 @@ import type { IncomingMessage } from "node:http";
 import type { KubeObject } from "../api/meta.ts";
 import type { Status } from "../api/status.ts";
 import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
+import { convertToVersion, rememberedJson } from "./codec.ts";
 import type { RequestScope } from "./context.ts";
 import { negotiateOutput, negotiateWatchOutput } from "./negotiate.ts";
 import { parseIncludeObject, type Renderer, renderOne } from "./render.ts";
 import type { Query } from "./request.ts";
-import { writeObject, writeStatus } from "./response.ts";
+import { writeObject, writeRaw, writeStatus } from "./response.ts";
 
 /**
  * The renderer for a request (Accept negotiated, 406 when nothing fits; watches
@@ -36,6 +37,14 @@ export function negotiateRenderer(
 /** Writes one object with `code`. */
 export function respondObject(scope: RequestScope, code: number, obj: KubeObject): void {
   const r = scope.renderer;
+  if (r.output.kind === "object" && r.output.mediaType === "application/json") {
+    // An object just written, asked for as stored: its JSON is already made.
+    const json = rememberedJson(obj);
+    if (json !== undefined && convertToVersion(obj, r.def, r.version.name) === obj) {
+      writeRaw(scope.res, code, r.output.contentType, json, scope.warnings);
+      return;
+    }
+  }
   writeObject(scope.res, code, renderOne(r, obj), {
     mediaType: r.output.mediaType,
     contentType: r.output.contentType,

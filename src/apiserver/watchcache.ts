@@ -19,13 +19,26 @@ import type { KubeObject } from "../api/meta.ts";
 import type { ResourceDefinition } from "../registry/types.ts";
 import { ClosedError, CompactedError } from "../storage/errors.ts";
 import type { Store, Watch, WatchEvent } from "../storage/store.ts";
-import { parseStored, withResourceVersion } from "./codec.ts";
+import { type EncodedObject, parseStored, withResourceVersion } from "./codec.ts";
 import { resourcePrefix } from "./keys.ts";
 import type { ApiLimits } from "./limits.ts";
 import { fieldValues } from "./listoptions.ts";
 
 /** Events a storage watch may buffer for the cache before it is cut off. */
 export const CACHE_STORAGE_WATCH_BUFFER = 100_000;
+/**
+ * Announced writes whose events have not arrived yet, kept at most (beyond, they
+ * are forgotten, and their events decoded as any other).
+ */
+export const CACHE_WRITE_HINTS = 10_000;
+
+/** A write this server is making: what it stores at a key, and the object itself. */
+interface WriteHint {
+  encoded: EncodedObject;
+  obj: KubeObject;
+  /** The read hook of the definition the object was written under. */
+  onRead: ((obj: KubeObject) => void) | undefined;
+}
 
 /** One object as the cache holds it. */
 export interface CacheEntry {
@@ -191,6 +204,8 @@ export class WatchCache {
   #loop: Promise<void> | null = null;
   /** Set when the objects must be read again (see reload()). */
   #reloadWanted = false;
+  /** Writes announced by this server, by key (see expectWrite()). */
+  readonly #hints = new Map<string, WriteHint>();
   /** Waiters for the cache to reach a revision. */
   #waiters: { rev: number; resolve: () => void }[] = [];
 
@@ -297,6 +312,45 @@ export class WatchCache {
 
   removeWatcher(w: CacheWatcher): void {
     this.#watchers.delete(w);
+  }
+
+  /**
+   * Announces that this server is about to store `encoded` at `key` for `obj` (an
+   * object it wrote, defaulted under a definition with read hook `onRead`): when
+   * the event storing exactly that value arrives, its entry is made from `obj`
+   * and the encoded JSON instead of decoding the value again. `obj` must not be
+   * modified afterwards (its resourceVersion aside).
+   */
+  expectWrite(
+    key: string,
+    encoded: EncodedObject,
+    obj: KubeObject,
+    onRead: ((obj: KubeObject) => void) | undefined,
+  ): void {
+    if (this.#hints.size >= CACHE_WRITE_HINTS) this.#hints.clear();
+    this.#hints.set(key, { encoded, obj, onRead });
+  }
+
+  /** The entry of a put event, from this server's announced write when it is that write. */
+  #putEntry(key: string, value: string, rev: number): CacheEntry | null {
+    const hint = this.#hints.get(key);
+    if (hint !== undefined && hint.encoded.stored === value) {
+      this.#hints.delete(key);
+      // Written under the same read hook: reading the value back would add nothing.
+      if (hint.onRead === this.def.strategy.onRead) {
+        const m = hint.obj.metadata;
+        return {
+          key,
+          rev,
+          json: hint.encoded.withRevision(rev),
+          namespace: m.namespace ?? "",
+          name: m.name ?? "",
+          labels: m.labels ? { ...m.labels } : undefined,
+          fields: fieldValues(this.def, hint.obj),
+        };
+      }
+    }
+    return this.#safeEntry(key, value, rev);
   }
 
   /** Builds an entry from a stored value. */
@@ -438,7 +492,7 @@ export class WatchCache {
       this.#entries.delete(ev.key);
       if (before) event = new CacheEvent("DELETED", ev.key, ev.revision, null, before);
     } else if (ev.value !== null) {
-      const cur = this.#safeEntry(ev.key, ev.value, ev.revision);
+      const cur = this.#putEntry(ev.key, ev.value, ev.revision);
       if (cur) {
         this.#entries.set(ev.key, cur);
         const type: EventType = before ? "MODIFIED" : "ADDED";

@@ -8,7 +8,13 @@
 import type { KubeObject } from "../api/meta.ts";
 import type { StatusError } from "../api/status.ts";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../storage/errors.ts";
-import { decodeStored, encodeForStorage, withResourceVersion } from "./codec.ts";
+import {
+  decodeStored,
+  type EncodedObject,
+  encodeObject,
+  rememberJson,
+  withResourceVersion,
+} from "./codec.ts";
 import type { RequestScope } from "./context.ts";
 import { conflictError, statusFromStorage } from "./storeerrors.ts";
 
@@ -29,6 +35,24 @@ export interface WriteOutcome {
   action: WriteDecision["action"];
 }
 
+/**
+ * Encodes `obj` for storage and tells the type's watch cache what is about to be
+ * stored at `key`, so that the cache takes the object from this write instead of
+ * decoding its event again.
+ */
+function announceWrite(scope: RequestScope, key: string, obj: KubeObject): EncodedObject {
+  const encoded = encodeObject(obj);
+  scope.ctx.caches.forDef(scope.def).expectWrite(key, encoded, obj, scope.def.strategy.onRead);
+  return encoded;
+}
+
+/** `obj` as stored at `revision`, with its JSON remembered for the answer. */
+function written(obj: KubeObject, encoded: EncodedObject, revision: number): KubeObject {
+  withResourceVersion(obj, revision);
+  rememberJson(obj, encoded.withRevision(revision));
+  return obj;
+}
+
 /** Stores a new object; 409 AlreadyExists if the key is taken. */
 export async function storeCreate(
   scope: RequestScope,
@@ -46,8 +70,9 @@ export async function storeCreate(
     return obj;
   }
   try {
-    const rev = await scope.ctx.store.create(key, encodeForStorage(obj));
-    return withResourceVersion(obj, rev);
+    const encoded = announceWrite(scope, key, obj);
+    const rev = await scope.ctx.store.create(key, encoded.stored);
+    return written(obj, encoded, rev);
   } catch (err) {
     throw statusFromStorage(err, subject);
   }
@@ -81,12 +106,14 @@ export async function guaranteedUpdate(
         case "noop":
           return { obj: decision.obj, action: "noop" };
         case "create": {
-          const rev = await store.create(key, encodeForStorage(decision.obj));
-          return { obj: withResourceVersion(decision.obj, rev), action: "create" };
+          const encoded = announceWrite(scope, key, decision.obj);
+          const rev = await store.create(key, encoded.stored);
+          return { obj: written(decision.obj, encoded, rev), action: "create" };
         }
         case "update": {
-          const rev = await store.update(key, encodeForStorage(decision.obj), kv!.modRevision);
-          return { obj: withResourceVersion(decision.obj, rev), action: "update" };
+          const encoded = announceWrite(scope, key, decision.obj);
+          const rev = await store.update(key, encoded.stored, kv!.modRevision);
+          return { obj: written(decision.obj, encoded, rev), action: "update" };
         }
         case "delete": {
           // Answered with the object as it was last stored, as Kubernetes does.
