@@ -73,6 +73,18 @@ const CEL_KEYWORDS = new Set([
  * referred to (Kubernetes' escaping).
  */
 export function escapeCelName(name: string): string | undefined {
+  if (escaped.has(name)) return escaped.get(name);
+  const out = escapeUncached(name);
+  if (escaped.size >= ESCAPED_NAMES_CACHE_SIZE) escaped.clear();
+  escaped.set(name, out);
+  return out;
+}
+
+/** Property names whose CEL spelling is remembered at most (the memory is emptied when full). */
+export const ESCAPED_NAMES_CACHE_SIZE = 10_000;
+const escaped = new Map<string, string | undefined>();
+
+function escapeUncached(name: string): string | undefined {
   if (CEL_KEYWORDS.has(name)) return `__${name}__`;
   if (!/^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$/.test(name)) return undefined;
   return name

@@ -21,7 +21,7 @@ import {
   defaultsSkeleton,
   fillReadDefaults,
   SCHEMA_CACHE_SIZE,
-  validateAgainstSchema,
+  schemaCauses,
 } from "./schema.ts";
 import { type CrdVersion, crdSpec } from "./types.ts";
 
@@ -194,7 +194,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
         // Objects past the size limits are refused before any validation work.
         const tooBig = checkObjectLimits(obj);
         if (tooBig) return [tooBig];
-        const causes = validateAgainstSchema(obj, rt.compiled);
+        const causes = schemaCauses(obj, rt.compiled);
         return [...causes, ...validateRules(obj, old, rt.rules)];
       },
     },

@@ -75,6 +75,20 @@ export interface CompiledSchema {
   schema: Schema;
   /** The ajv validator of the whole object. */
   validator: ValidateFunction;
+  /** Whether any node is an `x-kubernetes-embedded-resource` (whose apiVersion and kind are checked). */
+  embeds: boolean;
+}
+
+function hasEmbeddedResource(s: Schema | undefined, depth = 0): boolean {
+  if (!s || typeof s !== "object" || depth > MAX_OBJECT_DEPTH) return false;
+  if (s["x-kubernetes-embedded-resource"] === true && depth > 0) return true;
+  if (s.properties && Object.values(s.properties).some((p) => hasEmbeddedResource(p, depth + 1))) {
+    return true;
+  }
+  if (isObject(s.additionalProperties)) {
+    if (hasEmbeddedResource(s.additionalProperties as Schema, depth + 1)) return true;
+  }
+  return hasEmbeddedResource(s.items, depth + 1);
 }
 
 const ajv = new Ajv({
@@ -99,7 +113,7 @@ export function compileSchema(schema: Schema, cacheKey?: string): CompiledSchema
   const hit = cacheKey ? cache.get(cacheKey) : byIdentity.get(schema);
   if (hit) return hit;
   const validator = ajv.compile(toAjv(schema, true, false));
-  const compiled: CompiledSchema = { schema, validator };
+  const compiled: CompiledSchema = { schema, validator, embeds: hasEmbeddedResource(schema) };
   if (cacheKey) {
     if (cache.size >= SCHEMA_CACHE_SIZE) {
       const oldest = cache.keys().next().value;
@@ -338,6 +352,14 @@ function isBranchError(e: ErrorObject): boolean {
 export function validateAgainstSchema(obj: unknown, compiled: CompiledSchema): StatusCause[] {
   const tooBig = checkObjectLimits(obj);
   if (tooBig) return [tooBig];
+  return schemaCauses(obj, compiled);
+}
+
+/**
+ * validateAgainstSchema for an object already known to be within the size limits
+ * (checkObjectLimits).
+ */
+export function schemaCauses(obj: unknown, compiled: CompiledSchema): StatusCause[] {
   const causes: StatusCause[] = [];
   if (!compiled.validator(obj)) {
     const seen = new Set<string>();
@@ -351,7 +373,7 @@ export function validateAgainstSchema(obj: unknown, compiled: CompiledSchema): S
       causes.push(c);
     }
   }
-  causes.push(...embeddedResourceCauses(obj, compiled.schema, "", 0));
+  if (compiled.embeds) causes.push(...embeddedResourceCauses(obj, compiled.schema, "", 0));
   return causes;
 }
 
