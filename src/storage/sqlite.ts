@@ -1,18 +1,27 @@
 /**
- * The embedded storage backend: the Store contract on one SQLite file.
+ * The embedded storage backend: the Store contract on one SQLite file in WAL mode.
  *
- * One connection, held exclusively by this process, in WAL mode. Writes are queued and
- * committed together (group commit): every write that arrives while the event loop is
- * busy joins the next transaction, each still gets its own revision and its own
- * compare-and-swap check, and each promise settles only after that transaction commits.
- * Watches are fed in process from the commit path and replay older changes from history.
- * Compaction deletes superseded history in small transactions between commits.
+ * Writes are queued and committed together (group commit): every write that arrives
+ * while a commit is under way joins the next transaction, each still gets its own
+ * revision and its own compare-and-swap check, and each promise settles only after its
+ * transaction has committed durably. The transactions (and their fsync) run on the
+ * process's SQLite writer thread (sqlite/writer-thread.ts), so the event loop never
+ * waits for the disk; compaction of old history runs there too, in small batches
+ * between commits. With `writerThread: false`, and always for ":memory:", the same
+ * transaction code (sqlite/writer.ts, sqlite/write-loop.ts) runs on the caller's thread.
  *
- * The file is locked for this process (SQLite's exclusive locking mode): another
- * process cannot open it, for writing or reading, until the store is closed. POSIX
- * locks belong to the whole process and any close() of a descriptor of the file
- * releases them, so do not open, read or copy the database file from the process that
- * has the store open (a second SqliteStore.open of it is refused for this reason).
+ * Reads (get, list, watch replay) run on the caller's thread, on the store's own
+ * connection, at the newest revision the store has been told of (sqlite/reader.ts): a
+ * write's revision is published, and its promise resolved, only after its commit, so a
+ * read after a write sees it, and a list's revision is exactly the state it returns.
+ * Watches are fed from the commit reports, in revision order, and replay older changes
+ * from history.
+ *
+ * One process writes a store at a time: opening takes the store's lock file
+ * (`<file>.lock`, see sqlite/lock.ts) and refuses a file locked by a live process. Do
+ * not open, read or copy the database file from the process that has the store open
+ * through anything but this store: closing any descriptor of the file drops the POSIX
+ * locks SQLite holds on it (a second SqliteStore.open of it is refused for this reason).
  */
 import type Database from "better-sqlite3";
 import {
@@ -25,24 +34,19 @@ import {
   StorageError,
   UnavailableError,
 } from "./errors.ts";
+import { InProcessChannel, type WriterChannel, type WriterEvents } from "./sqlite/channel.ts";
+import { Fifo } from "./sqlite/fifo.ts";
 import { decodeContinue, encodeContinue, keyAfter, prefixRange } from "./sqlite/keys.ts";
 import { openDatabase } from "./sqlite/open.ts";
 import {
-  MAX_BATCH_VALUE_CHARS,
-  MAX_BATCH_WRITES,
   type ResolvedSqliteStoreOptions,
   resolveOptions,
   type SqliteStoreOptions,
 } from "./sqlite/options.ts";
-import { META_COMPACT_PROGRESS, META_COMPACTED } from "./sqlite/schema.ts";
-import {
-  type ChangeRow,
-  type CurrentRow,
-  type HistoryRow,
-  prepareStatements,
-  type Statements,
-} from "./sqlite/statements.ts";
+import type { WriteKind, WriteOutcome, WriteRefused, WriteRequest } from "./sqlite/protocol.ts";
+import { SnapshotReader } from "./sqlite/reader.ts";
 import { BufferedWatch } from "./sqlite/watch.ts";
+import { ThreadChannel } from "./sqlite/writer-thread-client.ts";
 import type {
   GetOptions,
   KeyValue,
@@ -55,10 +59,12 @@ import type {
 } from "./store.ts";
 import { checkKey, checkRevision, checkValue } from "./validate.ts";
 
+export { LOCK_PARTIAL_GRACE_MS, lockFileOf } from "./sqlite/lock.ts";
 export {
   QUICK_CHECK_MAX_BYTES,
   SqliteOpenError,
   type SqliteOpenFailure,
+  WRITER_BUSY_TIMEOUT_MS,
 } from "./sqlite/open.ts";
 export {
   DEFAULT_COMPACTION_BATCH_SIZE,
@@ -68,15 +74,19 @@ export {
   MAX_BATCH_WRITES,
   type SqliteStoreOptions,
 } from "./sqlite/options.ts";
+export { currentWriterThread, WRITER_THREAD_LINGER_MS } from "./sqlite/writer-thread-client.ts";
 
 /**
- * Past-revision list pages are served from the current-state index when no key in the
- * remaining range changed since; at most this many newer revisions are examined to tell.
+ * A list page carries remainingItemCount when it is read at most this many revisions
+ * before the newest (counting at an older revision walks every key changed since).
  */
-export const UNCHANGED_CHECK_MAX_REVISIONS = 10_000;
+export const REMAINING_COUNT_MAX_REVISIONS = 10_000;
 
-/** Keys read per query while listing at a past revision. */
-const HISTORY_KEYS_PER_READ = 256;
+/**
+ * How long a read waits on a lock of the writer's connection (only transient ones
+ * exist in WAL mode, such as a WAL reset) before failing with UnavailableError.
+ */
+export const READ_BUSY_TIMEOUT_MS = 1000;
 
 /** Counters describing what the store has done since it was opened. */
 export interface SqliteStoreStats {
@@ -90,16 +100,19 @@ export interface SqliteStoreStats {
   compactionBatches: number;
   /** The last error background compaction hit, if any. */
   lastCompactionError: string | null;
+  /** Whether transactions commit on the writer thread (false: on the caller's thread). */
+  writerThread: boolean;
 }
 
-type WriteKind = "create" | "update" | "delete";
-
 interface PendingWrite {
-  kind: WriteKind;
-  key: string;
-  value: string | null;
-  expectedRevision: number | undefined;
+  request: WriteRequest;
   resolve: (revision: number) => void;
+  reject: (error: unknown) => void;
+}
+
+interface CompactionWaiter {
+  target: number;
+  resolve: () => void;
   reject: (error: unknown) => void;
 }
 
@@ -108,25 +121,28 @@ export class SqliteStore implements Store {
   readonly path: string;
   readonly #db: Database.Database;
   readonly #release: () => void;
-  readonly #sql: Statements;
+  readonly #reader: SnapshotReader;
   readonly #opts: ResolvedSqliteStoreOptions;
+  readonly #channel: WriterChannel;
+  /** The newest revision whose commit has been reported: what reads see. */
   #revision: number;
   #compacted: number;
   #compactProgress: number;
-  #lastWrittenAt = 0;
-  #queue: PendingWrite[] = [];
-  #flushScheduled = false;
+  /** Writes handed to the store and not settled yet, oldest first. */
+  readonly #pending = new Fifo<PendingWrite>();
+  /** Writes not yet handed to the writer. */
+  #outbox: WriteRequest[] = [];
+  #sendScheduled = false;
+  #compactionWaiters: CompactionWaiter[] = [];
   readonly #watches = new Set<BufferedWatch>();
-  #compaction: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
-  readonly #stats: SqliteStoreStats = {
-    commits: 0,
-    writes: 0,
-    largestBatch: 0,
-    compactionBatches: 0,
-    lastCompactionError: null,
-  };
+  #closing: Promise<void> | null = null;
+  #dbClosed = false;
+  /** Set once the writer is gone: every write fails with it. */
+  #lost: UnavailableError | null = null;
+  #busy = false;
+  readonly #stats: SqliteStoreStats;
 
   private constructor(
     path: string,
@@ -138,24 +154,49 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.#release = release;
     this.#opts = opts;
-    this.#sql = prepareStatements(db);
-    this.#compacted = this.#sql.getMeta.get(META_COMPACTED) ?? 0;
-    this.#compactProgress = this.#sql.getMeta.get(META_COMPACT_PROGRESS) ?? 0;
-    // Compaction may have removed the newest row (a delete), never a revision above it.
-    this.#revision = Math.max(this.#sql.maxRevision.get() ?? 0, this.#compacted);
-    if (this.#revision > 0) this.#lastWrittenAt = this.#writtenAt(this.#revision) ?? 0;
+    this.#reader = new SnapshotReader(db);
+    const marks = this.#reader.marks();
+    this.#revision = marks.revision;
+    this.#compacted = marks.compacted;
+    this.#compactProgress = marks.compactProgress;
+    const events: WriterEvents = {
+      committed: (outcomes) => this.#onCommitted(outcomes),
+      commitFailed: (writes, message) => this.#onCommitFailed(writes, message),
+      compacted: (progress, batches) => this.#onCompacted(progress, batches),
+      compactionFailed: (message) => this.#onCompactionFailed(message),
+      lost: (error) => this.#onLost(error),
+    };
+    const memory = path === ":memory:" || path === "";
+    if (opts.writerThread && !memory) {
+      db.pragma("query_only = ON");
+      db.pragma(`busy_timeout = ${READ_BUSY_TIMEOUT_MS}`);
+      this.#channel = new ThreadChannel(events, {
+        path,
+        durable: opts.durable,
+        compactionBatchSize: opts.compactionBatchSize,
+      });
+    } else {
+      this.#channel = new InProcessChannel(db, events, opts.compactionBatchSize);
+    }
+    this.#stats = {
+      commits: 0,
+      writes: 0,
+      largestBatch: 0,
+      compactionBatches: 0,
+      lastCompactionError: null,
+      writerThread: this.#channel.threaded,
+    };
     if (opts.compactionIntervalMs > 0) {
       this.#timer = setInterval(() => this.#compactByRetention(), opts.compactionIntervalMs);
       this.#timer.unref();
     }
-    if (this.#compactProgress < this.#compacted) this.#compactInBackground();
   }
 
   /**
    * Opens the store at `path` (created if absent; ":memory:" for a throwaway store).
    * Throws SqliteOpenError, leaving the file untouched, if the file is not a SQLite
    * database, is damaged, belongs to another application, has a newer schema, or is
-   * open in another process.
+   * open in this or another process.
    */
   static open(path: string, opts: SqliteStoreOptions = {}): SqliteStore {
     const resolved = resolveOptions(opts);
@@ -178,13 +219,7 @@ export class SqliteStore implements Store {
     this.#checkOpen();
     checkKey(key);
     const revision = this.#readRevision(opts.revision);
-    return unavailableOnFailure("read", () => {
-      if (revision === this.#revision) {
-        const row = this.#sql.getCurrent.get(key);
-        return row && row.value !== null ? toKeyValue(row, row.value) : null;
-      }
-      return this.#versionAt(key, this.#sql.newestRevisionOf.get(key), revision);
-    });
+    return unavailableOnFailure("read", () => this.#reader.get(key, revision));
   }
 
   async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
@@ -206,10 +241,16 @@ export class SqliteStore implements Store {
     if (range === null) return { items: [], revision };
     const lower = after === null ? range.lower : keyAfter(after);
     const limit = opts.limit && opts.limit > 0 ? Math.floor(opts.limit) : 0;
-    if (revision === this.#revision || this.#unchangedSince(revision, lower, range.upper)) {
-      return this.#listCurrent(revision, lower, range.upper, limit);
+    const page = this.#reader.list(lower, range.upper, revision, limit);
+    const result: ListResult = { items: page.items, revision };
+    if (page.more) {
+      const lastKey = page.items[page.items.length - 1].key;
+      result.continue = encodeContinue({ revision, lastKey });
+      if (this.#revision - revision <= REMAINING_COUNT_MAX_REVISIONS) {
+        result.remainingItemCount = this.#reader.count(keyAfter(lastKey), range.upper, revision);
+      }
     }
-    return this.#listHistory(revision, lower, range.upper, limit);
+    return result;
   }
 
   create(key: string, value: string): Promise<number> {
@@ -228,6 +269,7 @@ export class SqliteStore implements Store {
     try {
       this.#checkOpen();
       checkRevision("fromRevision", fromRevision);
+      if (this.#lost) throw this.#lost;
     } catch (error) {
       return BufferedWatch.failed(error, prefix);
     }
@@ -254,10 +296,15 @@ export class SqliteStore implements Store {
     this.#checkOpen();
     checkRevision("revision", revision);
     if (revision > this.#revision) throw new FutureRevisionError(revision, this.#revision);
-    unavailableOnFailure("compaction", () => {
-      if (revision > this.#compacted) this.#setCompacted(revision);
+    if (this.#lost) throw this.#lost;
+    if (revision > this.#compacted) this.#compacted = revision;
+    const target = this.#compacted;
+    if (this.#compactProgress >= target) return;
+    await new Promise<void>((resolve, reject) => {
+      this.#compactionWaiters.push({ target, resolve, reject });
+      this.#updateBusy();
+      this.#channel.compact(target);
     });
-    await this.#startCompaction();
   }
 
   async currentRevision(): Promise<number> {
@@ -271,18 +318,32 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Commits writes already queued, ends every watch (buffered events are still handed
-   * out), and closes the file. Idempotent.
+   * Commits writes already made, ends every watch (buffered events are still handed
+   * out), stops the writer and closes the file. Later calls fail with ClosedError.
+   * Idempotent: every call resolves when the store is closed.
    */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    while (this.#queue.length > 0) this.#flush();
-    this.#closed = true;
+  close(): Promise<void> {
+    if (this.#closing === null) {
+      this.#closed = true;
+      this.#closing = this.#shutDown();
+    }
+    return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    this.#updateBusy();
+    this.#sendOutbox();
+    await this.#channel.close();
+    // Every write handed over has been reported, unless the writer was lost (then they
+    // failed already); compaction left over resumes when the store is next opened.
+    for (const waiter of this.#compactionWaiters.splice(0)) waiter.resolve();
     for (const watch of [...this.#watches]) watch.end();
     this.#watches.clear();
+    this.#dbClosed = true;
     this.#db.close();
     this.#release();
+    this.#updateBusy();
   }
 
   // ---- writes -------------------------------------------------------------------------
@@ -296,129 +357,64 @@ export class SqliteStore implements Store {
     this.#checkOpen();
     checkKey(key);
     if (value !== null) checkValue(key, value);
+    if (this.#lost) throw this.#lost;
     return new Promise<number>((resolve, reject) => {
-      this.#queue.push({ kind, key, value, expectedRevision, resolve, reject });
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
+      const request: WriteRequest = { kind, key, value, expected: expectedRevision ?? null };
+      this.#pending.push({ request, resolve, reject });
+      this.#outbox.push(request);
+      if (!this.#sendScheduled) {
+        this.#sendScheduled = true;
         setImmediate(() => {
-          this.#flushScheduled = false;
-          if (!this.#closed) this.#flush();
+          this.#sendScheduled = false;
+          this.#sendOutbox();
         });
       }
+      this.#updateBusy();
     });
   }
 
-  /** Commits one batch of queued writes in one transaction, then settles and publishes. */
-  #flush(): void {
-    const batch = this.#takeBatch();
-    if (batch.length === 0) return;
-    if (this.#queue.length > 0 && !this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(() => {
-        this.#flushScheduled = false;
-        if (!this.#closed) this.#flush();
-      });
-    }
-    const now = Math.max(this.#opts.clock(), this.#lastWrittenAt);
-    const startRevision = this.#revision;
-    const outcomes: (number | StorageError)[] = [];
+  /** Hands every write made since the last turn to the writer, as one message. */
+  #sendOutbox(): void {
+    if (this.#outbox.length === 0 || this.#lost) return;
+    const writes = this.#outbox;
+    this.#outbox = [];
+    this.#channel.send(writes, this.#opts.clock());
+  }
+
+  /** A transaction committed: publish its changes, then settle its writes. */
+  #onCommitted(outcomes: WriteOutcome[]): void {
+    const settled = this.#pending.take(outcomes.length);
     const events: WatchEvent[] = [];
-    try {
-      this.#sql.begin.run();
-      for (const write of batch) {
-        try {
-          outcomes.push(this.#apply(write, now, events));
-        } catch (error) {
-          if (!(error instanceof StorageError)) throw error;
-          outcomes.push(error);
-        }
-      }
-      this.#sql.commit.run();
-    } catch (error) {
-      if (this.#db.inTransaction) this.#sql.rollback.run();
-      this.#revision = startRevision;
-      const failure = new UnavailableError(`commit failed: ${(error as Error).message}`, {
-        cause: error,
+    for (let i = 0; i < outcomes.length; i++) {
+      const outcome = outcomes[i];
+      if ("refused" in outcome) continue;
+      const { request } = settled[i];
+      events.push({
+        type: request.kind,
+        key: request.key,
+        revision: outcome.revision,
+        value: request.value,
+        createRevision: outcome.createRevision,
+        prev: outcome.prev,
       });
-      for (const write of batch) write.reject(failure);
-      return;
+      this.#revision = outcome.revision;
     }
-    this.#lastWrittenAt = now;
     this.#stats.commits++;
     this.#stats.writes += events.length;
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, events.length);
     this.#publish(events);
-    for (let i = 0; i < batch.length; i++) {
+    for (let i = 0; i < outcomes.length; i++) {
       const outcome = outcomes[i];
-      if (typeof outcome === "number") batch[i].resolve(outcome);
-      else batch[i].reject(outcome);
+      if ("refused" in outcome) settled[i].reject(refusal(settled[i].request, outcome));
+      else settled[i].resolve(outcome.revision);
     }
+    this.#updateBusy();
   }
 
-  #takeBatch(): PendingWrite[] {
-    let count = 0;
-    let chars = 0;
-    while (count < this.#queue.length && count < MAX_BATCH_WRITES) {
-      chars += this.#queue[count].value?.length ?? 0;
-      if (count > 0 && chars > MAX_BATCH_VALUE_CHARS) break;
-      count++;
-    }
-    return this.#queue.splice(0, count);
-  }
-
-  /** Applies one write inside the open transaction; throws a StorageError if refused. */
-  #apply(write: PendingWrite, now: number, events: WatchEvent[]): number {
-    const { key } = write;
-    const newest = this.#sql.getCurrent.get(key);
-    const current = newest && newest.value !== null ? toKeyValue(newest, newest.value) : null;
-    if (write.kind === "create") {
-      if (current) throw new AlreadyExistsError(key, current);
-      const revision = this.#revision + 1;
-      this.#sql.insertHistory.run(
-        revision,
-        key,
-        write.value,
-        revision,
-        newest?.revision ?? null,
-        now,
-      );
-      this.#sql.upsertCurrent.run(key, revision, 1);
-      this.#revision = revision;
-      events.push({
-        type: "create",
-        key,
-        revision,
-        value: write.value,
-        createRevision: revision,
-        prev: null,
-      });
-      return revision;
-    }
-    if (!current) throw new NotFoundError(key);
-    if (write.expectedRevision !== undefined && write.expectedRevision !== current.modRevision) {
-      throw new ConflictError(key, write.expectedRevision, current);
-    }
-    const revision = this.#revision + 1;
-    const createRevision = current.createRevision;
-    this.#sql.insertHistory.run(
-      revision,
-      key,
-      write.value,
-      createRevision,
-      current.modRevision,
-      now,
-    );
-    this.#sql.upsertCurrent.run(key, revision, write.kind === "update" ? 1 : 0);
-    this.#revision = revision;
-    events.push({
-      type: write.kind,
-      key,
-      revision,
-      value: write.value,
-      createRevision,
-      prev: current,
-    });
-    return revision;
+  #onCommitFailed(writes: number, message: string): void {
+    const failure = new UnavailableError(message);
+    for (const write of this.#pending.take(writes)) write.reject(failure);
+    this.#updateBusy();
   }
 
   #publish(events: WatchEvent[]): void {
@@ -432,6 +428,32 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** The writer is gone: pending and later writes fail, and so do watches. */
+  #onLost(cause: Error): void {
+    if (this.#lost) return;
+    const error = new UnavailableError(`the SQLite writer stopped: ${cause.message}`, { cause });
+    this.#lost = error;
+    this.#outbox = [];
+    for (const write of this.#pending.take(this.#pending.length)) write.reject(error);
+    for (const waiter of this.#compactionWaiters.splice(0)) waiter.reject(error);
+    if (!this.#closed) {
+      for (const watch of [...this.#watches]) watch.fail(error);
+      this.#watches.clear();
+    }
+    this.#updateBusy();
+  }
+
+  /** Tells the channel whether anything waits on the writer (keeping the process alive). */
+  #updateBusy(): void {
+    const busy =
+      !this.#lost &&
+      !this.#dbClosed &&
+      (this.#pending.length > 0 || this.#compactionWaiters.length > 0 || this.#closed);
+    if (busy === this.#busy) return;
+    this.#busy = busy;
+    this.#channel.setBusy(busy);
+  }
+
   // ---- reads --------------------------------------------------------------------------
 
   /** The revision a read should use: current when absent or 0, else a checked past one. */
@@ -443,80 +465,13 @@ export class SqliteStore implements Store {
     return requested;
   }
 
-  #unchangedSince(revision: number, lower: string, upper: string): boolean {
-    if (this.#revision - revision > UNCHANGED_CHECK_MAX_REVISIONS) return false;
-    return this.#sql.changedSince.get(revision, lower, upper) === undefined;
-  }
-
-  #listCurrent(revision: number, lower: string, upper: string, limit: number): ListResult {
-    const rows = this.#sql.listCurrent.all(lower, upper, limit > 0 ? limit + 1 : -1);
-    const result: ListResult = { items: [], revision };
-    if (limit > 0 && rows.length > limit) {
-      rows.length = limit;
-      const lastKey = rows[limit - 1].key;
-      result.continue = encodeContinue({ revision, lastKey });
-      result.remainingItemCount = this.#sql.countCurrent.get(keyAfter(lastKey), upper) ?? 0;
-    }
-    result.items = rows.map((row) => toKeyValue(row, row.value!));
-    return result;
-  }
-
-  /**
-   * A page as of a past revision: walks the keys with history in key order and each
-   * one's rows back to the revision (never a scan or GROUP BY over all of history).
-   */
-  #listHistory(revision: number, lower: string, upper: string, limit: number): ListResult {
-    const items: KeyValue[] = [];
-    let from = lower;
-    for (;;) {
-      const keys = this.#sql.keysWithHistory.all(from, upper, HISTORY_KEYS_PER_READ);
-      for (const { key, revision: newest } of keys) {
-        const kv = this.#versionAt(key, newest, revision);
-        if (kv) items.push(kv);
-        if (limit > 0 && items.length > limit) break;
-      }
-      if (keys.length < HISTORY_KEYS_PER_READ || (limit > 0 && items.length > limit)) break;
-      from = keyAfter(keys[keys.length - 1].key);
-    }
-    const result: ListResult = { items, revision };
-    if (limit > 0 && items.length > limit) {
-      items.length = limit;
-      result.continue = encodeContinue({ revision, lastKey: items[limit - 1].key });
-    }
-    return result;
-  }
-
-  /**
-   * `key` as it was at `revision` (>= the compacted revision), walking back from its
-   * newest row. A row missing on the way was compacted: it was at or before the
-   * compacted revision and not the newest then, or a delete, so the key was absent.
-   */
-  #versionAt(key: string, newest: number | undefined, revision: number): KeyValue | null {
-    let row: HistoryRow | undefined =
-      newest === undefined ? undefined : this.#sql.historyRow.get(newest);
-    while (row !== undefined && row.revision > revision) {
-      row = row.prev_row === null ? undefined : this.#sql.historyRow.get(row.prev_row);
-    }
-    if (row === undefined || row.value === null) return null;
-    return {
-      key,
-      value: row.value,
-      createRevision: row.create_revision,
-      modRevision: row.revision,
-    };
-  }
-
   /** History for a catching-up watch; fails once `after` has been compacted. */
   #readChanges(prefix: string, after: number, through: number, limit: number): WatchEvent[] {
-    if (this.#closed) return [];
+    if (this.#dbClosed) return [];
     if (after < this.#compacted) throw new CompactedError(after, this.#compacted);
     const range = prefixRange(prefix);
     if (range === null) return [];
-    return this.#sql.changes.all(after, through, range.lower, range.upper, limit).map(toEvent);
-  }
-
-  #writtenAt(revision: number): number | undefined {
-    return this.#sql.writtenAt.get(revision);
+    return this.#reader.changes(range.lower, range.upper, after, through, limit);
   }
 
   #checkOpen(): void {
@@ -525,39 +480,24 @@ export class SqliteStore implements Store {
 
   // ---- compaction ---------------------------------------------------------------------
 
-  /** Records durably that history before `revision` is gone (rows are deleted after). */
-  #setCompacted(revision: number): void {
-    this.#sql.setMeta.run(META_COMPACTED, revision);
-    this.#compacted = revision;
+  #onCompacted(progress: number, batches: number): void {
+    this.#compactProgress = Math.max(this.#compactProgress, progress);
+    this.#stats.compactionBatches += batches;
+    if (this.#compactionWaiters.length === 0) return;
+    const waiting: CompactionWaiter[] = [];
+    for (const waiter of this.#compactionWaiters) {
+      if (waiter.target <= this.#compactProgress) waiter.resolve();
+      else waiting.push(waiter);
+    }
+    this.#compactionWaiters = waiting;
+    this.#updateBusy();
   }
 
-  /** Runs (or joins) the loop deleting superseded history up to the compacted revision. */
-  #startCompaction(): Promise<void> {
-    if (this.#compaction === null) {
-      this.#compaction = this.#compactInBatches().finally(() => {
-        this.#compaction = null;
-      });
-    }
-    return this.#compaction;
-  }
-
-  async #compactInBatches(): Promise<void> {
-    while (!this.#closed && this.#compactProgress < this.#compacted) {
-      const after = this.#compactProgress;
-      const through = Math.min(this.#compacted, after + this.#opts.compactionBatchSize);
-      unavailableOnFailure("compaction", () =>
-        this.#db.transaction(() => {
-          this.#sql.deleteReplaced.run(after, through);
-          this.#sql.forgetDeletedKeys.run({ after, through });
-          this.#sql.deleteTombstones.run(after, through);
-          this.#sql.setMeta.run(META_COMPACT_PROGRESS, through);
-        })(),
-      );
-      this.#compactProgress = through;
-      this.#stats.compactionBatches++;
-      // Let queued writes commit between batches.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+  #onCompactionFailed(message: string): void {
+    this.#stats.lastCompactionError = message;
+    const error = new UnavailableError(message);
+    for (const waiter of this.#compactionWaiters.splice(0)) waiter.reject(error);
+    this.#updateBusy();
   }
 
   /**
@@ -565,22 +505,17 @@ export class SqliteStore implements Store {
    * the retention period and not among the newest minHistoryRevisions.
    */
   #compactByRetention(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#lost) return;
+    let target: number;
     try {
-      const target = this.#retentionTarget();
-      if (target > this.#compacted) this.#setCompacted(target);
+      target = this.#retentionTarget();
     } catch (error) {
       this.#stats.lastCompactionError = String(error);
       return;
     }
-    this.#compactInBackground();
-  }
-
-  /** Runs the compaction loop with nobody waiting; failures are kept in stats(). */
-  #compactInBackground(): void {
-    this.#startCompaction().catch((error: unknown) => {
-      this.#stats.lastCompactionError = String(error);
-    });
+    if (target <= this.#compacted) return;
+    this.#compacted = target;
+    this.#channel.compact(target);
   }
 
   #retentionTarget(): number {
@@ -593,11 +528,23 @@ export class SqliteStore implements Store {
     let hi = byCount;
     while (lo < hi) {
       const mid = Math.ceil((lo + hi) / 2);
-      const at = this.#writtenAt(mid);
+      const at = this.#reader.writtenAt(mid);
       if (at !== undefined && at <= cutoff) lo = mid;
       else hi = mid - 1;
     }
     return lo;
+  }
+}
+
+/** The contract error for a write the writer refused. */
+function refusal(request: WriteRequest, outcome: WriteRefused): StorageError {
+  switch (outcome.refused) {
+    case "exists":
+      return new AlreadyExistsError(request.key, outcome.current);
+    case "missing":
+      return new NotFoundError(request.key);
+    case "conflict":
+      return new ConflictError(request.key, request.expected ?? 0, outcome.current!);
   }
 }
 
@@ -612,35 +559,4 @@ function unavailableOnFailure<T>(what: string, step: () => T): T {
     if (error instanceof StorageError) throw error;
     throw new UnavailableError(`${what} failed: ${(error as Error).message}`, { cause: error });
   }
-}
-
-function toKeyValue(row: CurrentRow, value: string): KeyValue {
-  return {
-    key: row.key,
-    value,
-    createRevision: row.create_revision,
-    modRevision: row.revision,
-  };
-}
-
-function toEvent(row: ChangeRow): WatchEvent {
-  const type =
-    row.value === null ? "delete" : row.create_revision === row.revision ? "create" : "update";
-  const prev: KeyValue | null =
-    type === "create" || row.prev_row === null || row.prev_value === null
-      ? null
-      : {
-          key: row.key,
-          value: row.prev_value,
-          createRevision: row.prev_create_revision ?? row.create_revision,
-          modRevision: row.prev_row,
-        };
-  return {
-    type,
-    key: row.key,
-    revision: row.revision,
-    value: row.value,
-    createRevision: row.create_revision,
-    prev,
-  };
 }

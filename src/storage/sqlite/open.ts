@@ -2,6 +2,7 @@ import fs from "node:fs";
 import nodePath from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "../errors.ts";
+import { acquireLock, lockFileOf } from "./lock.ts";
 import { APPLICATION_ID, CREATE_SCHEMA, SCHEMA_VERSION, TABLES } from "./schema.ts";
 
 /** Why a file could not be opened as a store. */
@@ -28,8 +29,14 @@ export class SqliteOpenError extends StorageError {
 /** Files up to this size get a full `PRAGMA quick_check` when opened. */
 export const QUICK_CHECK_MAX_BYTES = 64 * 1024 * 1024;
 
-/** SQLite page cache per store, in KiB. */
+/** SQLite page cache per connection, in KiB. */
 export const PAGE_CACHE_KIB = 32 * 1024;
+
+/**
+ * How long the writer's connection waits on a lock held by another connection of the
+ * store (only transient ones exist: the reader's snapshot while the WAL is reset).
+ */
+export const WRITER_BUSY_TIMEOUT_MS = 5000;
 
 const SQLITE_MAGIC = "SQLite format 3\0";
 const HEADER_BYTES = 100;
@@ -40,9 +47,9 @@ export interface OpenDatabaseOptions {
 }
 
 /**
- * Store files open in this process. POSIX advisory locks belong to the process and any
- * close() of a descriptor of the file drops them all, so a second open in the same
- * process must be refused before the file is even read.
+ * Store files open in this process. POSIX advisory locks (SQLite's) belong to the
+ * process and any close() of a descriptor of the file drops them all, so a second open
+ * in the same process must be refused before the file is even read.
  */
 const openInProcess = new Set<string>();
 
@@ -53,34 +60,81 @@ export interface OpenedDatabase {
 }
 
 /**
- * Opens (creating if absent) a store database, holding it exclusively for this process.
- * Everything that could refuse the file (not SQLite, damaged, another application's,
- * newer schema, opened by this or another process) is checked before anything is written.
+ * Opens (creating if absent) a store database for this process as its only writer.
+ * Everything that could refuse the file (opened by this or another process, not SQLite,
+ * damaged, another application's, newer schema) is checked before anything is written.
+ *
+ * Another process is kept out by the store's lock file (see lock.ts), taken before the
+ * file is read and given up by `release()`; the connection itself is an ordinary WAL
+ * connection, so the writer thread can open a second one beside it.
  */
 export function openDatabase(path: string, opts: OpenDatabaseOptions): OpenedDatabase {
   const memory = path === ":memory:" || path === "";
-  const claim = memory ? null : canonicalPath(path);
-  if (claim !== null && openInProcess.has(claim)) {
+  if (memory) return { db: openMemory(), release: () => {} };
+  const claim = canonicalPath(path);
+  if (openInProcess.has(claim)) {
     throw new SqliteOpenError(path, "locked", "the store is already open in this process");
   }
-  const size = memory ? 0 : inspectHeader(path);
-  const db = new Database(path, { timeout: 0 });
+  const attempt = acquireLock(lockFileOf(path));
+  if (!attempt.ok) throw new SqliteOpenError(path, "locked", attempt.detail);
+  const lock = attempt.lock;
+  let db: Database.Database | null = null;
   try {
-    if (!memory) db.pragma("locking_mode = EXCLUSIVE");
+    const size = inspectHeader(path);
+    db = new Database(path, { timeout: 0 });
     const isNew = inspectContents(db, path, size);
-    if (!memory) {
-      db.pragma("journal_mode = WAL");
-      db.pragma(`synchronous = ${opts.durable ? "FULL" : "NORMAL"}`);
+    db.pragma("journal_mode = WAL");
+    tune(db, opts.durable);
+    if (isNew) db.transaction(() => db!.exec(CREATE_SCHEMA))();
+  } catch (error) {
+    db?.close();
+    lock.release();
+    throw error;
+  }
+  openInProcess.add(claim);
+  let released = false;
+  return {
+    db,
+    release: () => {
+      if (released) return;
+      released = true;
+      openInProcess.delete(claim);
+      lock.release();
+    },
+  };
+}
+
+/**
+ * Opens the writer's connection to a store file already opened (and so checked and
+ * locked) by openDatabase in this process.
+ */
+export function openWriterConnection(path: string, durable: boolean): Database.Database {
+  const db = new Database(path, { timeout: WRITER_BUSY_TIMEOUT_MS });
+  try {
+    if (db.pragma("journal_mode", { simple: true }) !== "wal") {
+      throw new Error(`store ${path} is not in WAL mode`);
     }
-    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
-    db.pragma("temp_store = MEMORY");
-    if (isNew) db.transaction(() => db.exec(CREATE_SCHEMA))();
+    tune(db, durable);
   } catch (error) {
     db.close();
     throw error;
   }
-  if (claim !== null) openInProcess.add(claim);
-  return { db, release: () => claim !== null && openInProcess.delete(claim) };
+  return db;
+}
+
+function openMemory(): Database.Database {
+  const db = new Database(":memory:");
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+  db.pragma("temp_store = MEMORY");
+  db.transaction(() => db.exec(CREATE_SCHEMA))();
+  return db;
+}
+
+/** Per-connection settings: durability of commits, page cache, temporary storage. */
+function tune(db: Database.Database, durable: boolean): void {
+  db.pragma(`synchronous = ${durable ? "FULL" : "NORMAL"}`);
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+  db.pragma("temp_store = MEMORY");
 }
 
 /** The file's real path (through symlinks), also for a file that does not exist yet. */
@@ -158,8 +212,9 @@ function checkIdentity(path: string, applicationId: number, userVersion: number)
 }
 
 /**
- * Takes the exclusive lock and validates the schema inside a transaction that writes
- * nothing. Returns true for an empty database that needs the schema.
+ * Validates the schema inside an exclusive transaction that writes nothing (any other
+ * program holding the file's SQLite lock refuses the open). Returns true for an empty
+ * database that needs the schema.
  */
 function inspectContents(db: Database.Database, path: string, size: number): boolean {
   try {

@@ -21,6 +21,15 @@ export interface SqliteStoreOptions {
    * process crash but the last ones may be lost if the machine loses power.
    */
   durable?: boolean;
+  /**
+   * true (default): write transactions, their fsync and background compaction run on
+   * the process's SQLite writer thread, off the event loop; reads stay on the caller's
+   * thread, on a connection of their own. false: everything runs on the caller's
+   * thread, on one connection, and every commit blocks the event loop for its fsync
+   * (kept as the baseline the benchmark compares with). A ":memory:" store always
+   * works this way: an in-memory database cannot be shared by two connections.
+   */
+  writerThread?: boolean;
   /** History younger than this is kept (default DEFAULT_HISTORY_RETENTION_MS). */
   historyRetentionMs?: number;
   /** The newest this-many revisions are always kept (default DEFAULT_MIN_HISTORY_REVISIONS). */
@@ -43,6 +52,7 @@ export type ResolvedSqliteStoreOptions = Required<SqliteStoreOptions>;
 export function resolveOptions(opts: SqliteStoreOptions): ResolvedSqliteStoreOptions {
   return {
     durable: opts.durable ?? true,
+    writerThread: opts.writerThread ?? true,
     historyRetentionMs: nonNegative(opts.historyRetentionMs, DEFAULT_HISTORY_RETENTION_MS),
     minHistoryRevisions: nonNegative(opts.minHistoryRevisions, DEFAULT_MIN_HISTORY_REVISIONS),
     compactionIntervalMs: nonNegative(opts.compactionIntervalMs, DEFAULT_COMPACTION_INTERVAL_MS),

@@ -6,6 +6,7 @@ export interface CurrentRow {
   value: string | null;
   create_revision: number;
   revision: number;
+  prev_row: number | null;
 }
 
 /** One history row. */
@@ -14,12 +15,6 @@ export interface HistoryRow {
   value: string | null;
   create_revision: number;
   prev_row: number | null;
-}
-
-/** A key and its newest row's revision. */
-export interface KeyRevision {
-  key: string;
-  revision: number;
 }
 
 /** A history row joined with the row it replaced. */
@@ -33,55 +28,59 @@ export interface ChangeRow {
   prev_create_revision: number | null;
 }
 
-/** Every statement the store runs, prepared once per connection. */
-export function prepareStatements(db: Database.Database) {
-  const currentColumns =
-    "c.key AS key, h.value AS value, h.create_revision AS create_revision, c.revision AS revision";
-  return {
-    begin: db.prepare("BEGIN IMMEDIATE"),
-    commit: db.prepare("COMMIT"),
-    rollback: db.prepare("ROLLBACK"),
+const CURRENT_COLUMNS =
+  "c.key AS key, h.value AS value, h.create_revision AS create_revision, c.revision AS revision, h.prev_row AS prev_row";
 
-    /** The newest row of `key` (live or a delete), if it has history. */
-    getCurrent: db.prepare<[string], CurrentRow>(
-      `SELECT ${currentColumns} FROM current c JOIN history h ON h.revision = c.revision WHERE c.key = ?`,
+/** The newest row of `key` (live or a delete), if it has history. */
+function getCurrent(db: Database.Database) {
+  return db.prepare<[string], CurrentRow>(
+    `SELECT ${CURRENT_COLUMNS} FROM current c JOIN history h ON h.revision = c.revision WHERE c.key = ?`,
+  );
+}
+
+function getMeta(db: Database.Database) {
+  return db.prepare<[string], number>("SELECT value FROM meta WHERE name = ?").pluck();
+}
+
+function maxRevision(db: Database.Database) {
+  return db.prepare<[], number | null>("SELECT max(revision) FROM history").pluck();
+}
+
+function writtenAt(db: Database.Database) {
+  return db.prepare<[number], number>("SELECT written_at FROM history WHERE revision = ?").pluck();
+}
+
+/**
+ * The statements reads run. Reads are made at a revision R that may be older than what
+ * the file holds (a writer on another connection may have committed more): every
+ * query here either is bounded by revision or returns what a reader needs to walk a
+ * key back to R.
+ */
+export function prepareReadStatements(db: Database.Database) {
+  return {
+    getCurrent: getCurrent(db),
+    /**
+     * Keys in [lower, upper) that may be live at revision R (bound 3): live now, or
+     * changed after R. In key order, at most `limit` (-1: all).
+     */
+    listCandidates: db.prepare<[string, string, number, number], CurrentRow>(
+      `SELECT ${CURRENT_COLUMNS} FROM current c JOIN history h ON h.revision = c.revision
+       WHERE c.key >= ? AND c.key < ? AND (c.live = 1 OR c.revision > ?) ORDER BY c.key LIMIT ?`,
     ),
-    /** Live keys in [lower, upper) in key order, at most `limit` (-1: all). */
-    listCurrent: db.prepare<[string, string, number], CurrentRow>(
-      `SELECT ${currentColumns} FROM current c JOIN history h ON h.revision = c.revision
-       WHERE c.key >= ? AND c.key < ? AND c.live = 1 ORDER BY c.key LIMIT ?`,
-    ),
-    countCurrent: db
-      .prepare<[string, string], number>(
-        "SELECT count(*) FROM current WHERE key >= ? AND key < ? AND live = 1",
+    /** Keys in [lower, upper) live now whose newest row is at or before R. */
+    countUnchangedLive: db
+      .prepare<[string, string, number], number>(
+        "SELECT count(*) FROM current WHERE key >= ? AND key < ? AND live = 1 AND revision <= ?",
       )
       .pluck(),
-    /** Keys with history (live or not) in [lower, upper), in key order. */
-    keysWithHistory: db.prepare<[string, string, number], KeyRevision>(
-      "SELECT key, revision FROM current WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
+    /** Keys in [lower, upper) changed after R, with their newest row. */
+    changedAfter: db.prepare<[string, string, number], CurrentRow>(
+      `SELECT ${CURRENT_COLUMNS} FROM current c JOIN history h ON h.revision = c.revision
+       WHERE c.key >= ? AND c.key < ? AND c.revision > ?`,
     ),
-    newestRevisionOf: db
-      .prepare<[string], number>("SELECT revision FROM current WHERE key = ?")
-      .pluck(),
     historyRow: db.prepare<[number], HistoryRow>(
       "SELECT revision, value, create_revision, prev_row FROM history WHERE revision = ?",
     ),
-
-    insertHistory: db.prepare<[number, string, string | null, number, number | null, number]>(
-      `INSERT INTO history (revision, key, value, create_revision, prev_row, written_at)
-       VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
-    upsertCurrent: db.prepare<[string, number, number]>(
-      `INSERT INTO current (key, revision, live) VALUES (?, ?, ?)
-       ON CONFLICT (key) DO UPDATE SET revision = excluded.revision, live = excluded.live`,
-    ),
-
-    /** Whether any key in [lower, upper) changed after a revision (scans revisions only). */
-    changedSince: db
-      .prepare<[number, string, string], number>(
-        "SELECT 1 FROM history WHERE revision > ? AND +key >= ? AND +key < ? LIMIT 1",
-      )
-      .pluck(),
     /** Changes to keys in [lower, upper) with after < revision <= through, oldest first. */
     changes: db.prepare<[number, number, string, string, number], ChangeRow>(
       `SELECT h.revision AS revision, h.key AS key, h.value AS value,
@@ -91,12 +90,32 @@ export function prepareStatements(db: Database.Database) {
        WHERE h.revision > ? AND h.revision <= ? AND +h.key >= ? AND +h.key < ?
        ORDER BY h.revision LIMIT ?`,
     ),
-    maxRevision: db.prepare<[], number | null>("SELECT max(revision) FROM history").pluck(),
-    writtenAt: db
-      .prepare<[number], number>("SELECT written_at FROM history WHERE revision = ?")
-      .pluck(),
+    maxRevision: maxRevision(db),
+    writtenAt: writtenAt(db),
+    getMeta: getMeta(db),
+  };
+}
 
-    getMeta: db.prepare<[string], number>("SELECT value FROM meta WHERE name = ?").pluck(),
+export type ReadStatements = ReturnType<typeof prepareReadStatements>;
+
+/** The statements the writer runs, on its own connection. */
+export function prepareWriteStatements(db: Database.Database) {
+  return {
+    begin: db.prepare("BEGIN IMMEDIATE"),
+    commit: db.prepare("COMMIT"),
+    rollback: db.prepare("ROLLBACK"),
+    getCurrent: getCurrent(db),
+    insertHistory: db.prepare<[number, string, string | null, number, number | null, number]>(
+      `INSERT INTO history (revision, key, value, create_revision, prev_row, written_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    upsertCurrent: db.prepare<[string, number, number]>(
+      `INSERT INTO current (key, revision, live) VALUES (?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET revision = excluded.revision, live = excluded.live`,
+    ),
+    maxRevision: maxRevision(db),
+    writtenAt: writtenAt(db),
+    getMeta: getMeta(db),
     setMeta: db.prepare<[string, number]>(
       "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
     ),
@@ -119,4 +138,4 @@ export function prepareStatements(db: Database.Database) {
   };
 }
 
-export type Statements = ReturnType<typeof prepareStatements>;
+export type WriteStatements = ReturnType<typeof prepareWriteStatements>;

@@ -1,5 +1,6 @@
 import { WatchOverflowError } from "../errors.ts";
 import type { Watch, WatchEvent } from "../store.ts";
+import { Fifo } from "./fifo.ts";
 
 /** History events replayed per read while a watch catches up. */
 export const REPLAY_CHUNK_EVENTS = 512;
@@ -25,34 +26,6 @@ export interface BufferedWatchOptions {
   detach: (watch: BufferedWatch) => void;
 }
 
-/** A FIFO with O(1) shift. */
-class EventQueue {
-  #items: WatchEvent[] = [];
-  #head = 0;
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-  push(ev: WatchEvent): void {
-    this.#items.push(ev);
-  }
-  shift(): WatchEvent | undefined {
-    if (this.#head >= this.#items.length) return undefined;
-    const ev = this.#items[this.#head++];
-    if (this.#head === this.#items.length) {
-      this.#items = [];
-      this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return ev;
-  }
-  reset(events: WatchEvent[] = []): void {
-    this.#items = events;
-    this.#head = 0;
-  }
-}
-
 type Waiter = {
   resolve: (r: IteratorResult<WatchEvent>) => void;
   reject: (e: unknown) => void;
@@ -74,8 +47,8 @@ export class BufferedWatch implements Watch {
   readonly #detach: (watch: BufferedWatch) => void;
   #replayAfter: number;
   #replayThrough: number;
-  readonly #replay = new EventQueue();
-  readonly #live = new EventQueue();
+  readonly #replay = new Fifo<WatchEvent>();
+  readonly #live = new Fifo<WatchEvent>();
   #waiter: Waiter | null = null;
   #error: unknown = null;
   /** open: taking events; draining: store closed, hand out what is buffered; done. */
