@@ -40,9 +40,19 @@ export class PathElementError extends Error {
   override name = "PathElementError";
 }
 
+/** Field keys made at most (the memory is emptied when full). */
+export const FIELD_KEY_CACHE_SIZE = 10_000;
+const fieldKeys = new Map<string, PathKey>();
+
 /** The key of a map or struct field. */
 export function fieldKey(name: string): PathKey {
-  return `f:${name}`;
+  let key = fieldKeys.get(name);
+  if (key === undefined) {
+    key = `f:${name}`;
+    if (fieldKeys.size >= FIELD_KEY_CACHE_SIZE) fieldKeys.clear();
+    fieldKeys.set(name, key);
+  }
+  return key;
 }
 
 /** The key of a set-list item with value `value`. */
@@ -52,6 +62,7 @@ export function valueKey(value: unknown): PathKey {
 
 /** The key of an associative-list item identified by `fields` (sorted here). */
 export function keyKey(fields: [string, unknown][]): PathKey {
+  if (fields.length === 1) return `k:{${goJsonString(fields[0][0])}:${goJson(fields[0][1])}}`;
   const sorted = [...fields].sort((a, b) => compareStrings(a[0], b[0]));
   return `k:{${sorted.map(([n, v]) => `${goJsonString(n)}:${goJson(v)}`).join(",")}}`;
 }
