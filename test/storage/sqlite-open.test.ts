@@ -1,7 +1,13 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { SqliteOpenError, SqliteStore } from "../../src/storage/sqlite.ts";
+import {
+  LOCK_PARTIAL_GRACE_MS,
+  lockFileOf,
+  SqliteOpenError,
+  SqliteStore,
+} from "../../src/storage/sqlite.ts";
 import { digest, exited, filesOf, onLines, spawnFixture, tempDir } from "./fixtures/files.ts";
 
 const tmp = tempDir("setpoint-sqlite-open-");
@@ -177,5 +183,104 @@ describe("SqliteStore reopen", () => {
     expect(await reopened.currentRevision()).toBe(r2);
     expect(await reopened.create("/gone", "again")).toBe(r2 + 1);
     await reopened.close();
+  });
+});
+
+describe("SqliteStore lock file", () => {
+  /** Writes a lock file for `file` as if `owner` held the store. */
+  function writeLock(file: string, owner: Record<string, unknown>): string {
+    const lock = lockFileOf(file);
+    fs.writeFileSync(lock, `${JSON.stringify({ host: "elsewhere", token: "t0", ...owner })}\n`);
+    return lock;
+  }
+
+  /** The start time /proc gives for `pid` (field 22 of its stat line). */
+  function startOf(pid: number): string {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  }
+
+  it("holds the lock while open and removes it on close", async () => {
+    const { file } = fresh();
+    const store = SqliteStore.open(file);
+    const owner = JSON.parse(fs.readFileSync(lockFileOf(file), "utf8"));
+    expect(owner).toMatchObject({ pid: process.pid, start: startOf(process.pid) });
+    await store.close();
+    expect(fs.existsSync(lockFileOf(file))).toBe(false);
+  });
+
+  it("refuses a store locked by a live process, touching neither file", async () => {
+    const { name, file } = fresh();
+    await populated(file);
+    const sleeper = spawnFixture("sleeper.ts", []);
+    try {
+      await new Promise<void>((resolve) =>
+        onLines(sleeper, (line) => line === "ready" && resolve()),
+      );
+      const lock = writeLock(file, { pid: sleeper.pid, start: startOf(sleeper.pid!) });
+      const lockBytes = fs.readFileSync(lock, "utf8");
+      const error = expectRefused(name, file, "locked");
+      expect(error.message).toContain(`process ${sleeper.pid}`);
+      expect(fs.readFileSync(lock, "utf8")).toBe(lockBytes);
+      // Without a start time to compare, a live pid still holds the lock.
+      writeLock(file, { pid: sleeper.pid, start: null });
+      expectRefused(name, file, "locked");
+    } finally {
+      sleeper.kill("SIGKILL");
+      await exited(sleeper);
+    }
+  });
+
+  it("takes over a lock left by a process that is gone", async () => {
+    const { file } = fresh();
+    const revision = await populated(file);
+    const gone = spawnSync(process.execPath, ["-e", ""]).pid;
+    writeLock(file, { pid: gone, start: "1" });
+    const store = SqliteStore.open(file);
+    expect(await store.currentRevision()).toBe(revision);
+    expect(JSON.parse(fs.readFileSync(lockFileOf(file), "utf8")).pid).toBe(process.pid);
+    await store.close();
+  });
+
+  it("takes over a lock whose pid now belongs to another process", async () => {
+    const { file } = fresh();
+    await populated(file);
+    // This process's pid, but a start time it does not have: the pid was reused.
+    writeLock(file, { pid: process.pid, start: String(Number(startOf(process.pid)) - 1) });
+    const store = SqliteStore.open(file);
+    expect(await store.create("/after-takeover", "v")).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  it("waits out a lock file being written, and takes over one left half-written", async () => {
+    const { name, file } = fresh();
+    await populated(file);
+    const lock = lockFileOf(file);
+    fs.writeFileSync(lock, '{"pid":');
+    const error = expectRefused(name, file, "locked");
+    expect(error.message).toMatch(/being written/);
+    const old = (Date.now() - LOCK_PARTIAL_GRACE_MS - 1000) / 1000;
+    fs.utimesSync(lock, old, old);
+    const store = SqliteStore.open(file);
+    await store.close();
+    expect(fs.existsSync(lock)).toBe(false);
+  });
+
+  it("releases the lock of a process that exits without closing its store", async () => {
+    const { file } = fresh();
+    const child = spawnFixture("unclosed.ts", [file]);
+    const lines: string[] = [];
+    onLines(child, (line) => lines.push(line));
+    let stderr = "";
+    child.stderr!.on("data", (d) => {
+      stderr += d;
+    });
+    // The child ends by itself: an idle store does not keep a process alive.
+    expect(await exited(child), stderr).toEqual({ code: 0, signal: null });
+    expect(lines).toEqual(["created 1"]);
+    expect(fs.existsSync(lockFileOf(file))).toBe(false);
+    const store = SqliteStore.open(file);
+    expect((await store.get("/unclosed"))?.value).toBe("v");
+    await store.close();
   });
 });

@@ -11,6 +11,9 @@ let n = 0;
 const nextFile = () => tmp.file(`store-${n++}.db`);
 
 describeStoreConformance("sqlite file", async () => SqliteStore.open(nextFile()));
+describeStoreConformance("sqlite file, writer on the caller's thread", async () =>
+  SqliteStore.open(nextFile(), { writerThread: false }),
+);
 describeStoreConformance("sqlite :memory:", async () => SqliteStore.open(":memory:"));
 
 describe("SqliteStore", () => {
@@ -84,6 +87,31 @@ describe("SqliteStore", () => {
     expect(await reopened.currentRevision()).toBe(r1 + 2);
   });
 
+  it("counts the items left after a page at past revisions too", async () => {
+    const store = open();
+    const keys = Array.from({ length: 9 }, (_, i) => `/rc/${i}`);
+    const revisions = await Promise.all(keys.map((key) => store.create(key, "v")));
+    const before = await store.currentRevision();
+    // After `before`: two keys deleted, one updated, three created.
+    await store.delete(keys[2], revisions[2]);
+    await store.delete(keys[7], revisions[7]);
+    await store.update(keys[4], "w", revisions[4]);
+    await Promise.all(["/rc/0a", "/rc/5a", "/rc/9"].map((key) => store.create(key, "new")));
+    const past = await store.list("/rc/", { limit: 2, revision: before });
+    expect(past.items.map((kv) => kv.key)).toEqual(["/rc/0", "/rc/1"]);
+    expect(past.remainingItemCount).toBe(7);
+    const now = await store.list("/rc/", { limit: 2 });
+    expect(now.items.map((kv) => kv.key)).toEqual(["/rc/0", "/rc/0a"]);
+    expect(now.remainingItemCount).toBe(8);
+    const rest = await store.list("/rc/", { continue: past.continue, limit: 3 });
+    expect(rest.items.map((kv) => `${kv.key}=${kv.value}`)).toEqual([
+      "/rc/2=v",
+      "/rc/3=v",
+      "/rc/4=v",
+    ]);
+    expect(rest.remainingItemCount).toBe(4);
+  });
+
   describe("background compaction", () => {
     it("compacts history past retention in small batches, keeping the newest revisions", async () => {
       let now = 1_700_000_000_000;
@@ -112,6 +140,11 @@ describe("SqliteStore", () => {
       await eventually("compaction of the aged history", async () => {
         return (await store.compactedRevision()) === old;
       });
+      // The rows go on the writer thread, in batches of three revisions.
+      await eventually(
+        "the compaction batches",
+        () => store.stats().compactionBatches >= Math.ceil(old / 3),
+      );
       // Still held at `old`: younger history is within retention.
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(await store.compactedRevision()).toBe(old);
