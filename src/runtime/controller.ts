@@ -7,9 +7,13 @@
  *    object the previous reconcile of this key wrote (read-your-own-writes);
  * 2. runs the reconciler with a context (cache reader, tracking client, logger,
  *    event recorder, AbortSignal that fires on `reconcileTimeoutMs`, on stop);
- * 3. on success forgets the key's failures, and schedules `requeueAfter` if asked;
- *    on a TerminalError forgets it and records a Warning Event on the object;
- *    on any other error re-adds it with per-key backoff.
+ * 3. on success forgets the key's failures, and schedules `requeueAfter` if asked
+ *    (0: at once, behind the keys already waiting); on a TerminalError forgets it
+ *    and records a Warning Event on the object (action `TerminalError`); on any
+ *    other error re-adds it with per-key backoff.
+ *
+ * Every reconcile is counted per key over a sliding minute (`reconcileCounts`),
+ * which the manager publishes for hot-loop detection.
  *
  * `start()` runs the workers; `stop({ graceMs })` stops taking keys, lets the
  * reconciles in flight finish for up to `graceMs`, then aborts their signals.
@@ -33,7 +37,9 @@ import {
   type Reconciler,
   type Request,
   requestFor,
+  TERMINAL_ERROR_ACTION,
 } from "./reconciler.ts";
+import { ReconcileCounter } from "./reconcilestats.ts";
 import { type Lane, WorkQueue } from "./workqueue.ts";
 import { ReconcileClient, type WrittenObject } from "./writer.ts";
 
@@ -103,6 +109,8 @@ export class Controller {
   readonly finalizers: readonly string[];
   readonly recorder: EventRecorder;
   readonly maxConcurrentReconciles: number;
+  /** Reconciles per key over the last minute (bounded; see reconcilestats.ts). */
+  readonly reconcileCounts: ReconcileCounter;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
   private readonly metrics?: ControllerMetrics;
@@ -125,6 +133,7 @@ export class Controller {
       opts.maxConcurrentReconciles ?? DEFAULT_MAX_CONCURRENT_RECONCILES,
     );
     this.finalizers = [...(opts.finalizers ?? [])];
+    this.reconcileCounts = new ReconcileCounter(this.clock);
     this.queue = new WorkQueue({
       rateLimiter: opts.rateLimiter,
       clock: this.clock,
@@ -254,6 +263,9 @@ export class Controller {
         // process() handles reconcile errors; this is a fault of the machinery itself.
         this.log.error({ key, err: e instanceof Error ? e.message : String(e) }, "worker failed");
       }
+      // A reconcile that needs no I/O and requeues at once would otherwise loop on
+      // promises alone and starve timers, sockets and every other part of the process.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
@@ -288,6 +300,7 @@ export class Controller {
       this.queue.add(key); // stopped before it began: run it when workers resume
       return;
     }
+    this.reconcileCounts.record(key);
     const written: WrittenObject[] = [];
     const client = new ReconcileClient(this.opts.client, {
       fieldManager: this.name,
@@ -308,8 +321,8 @@ export class Controller {
     try {
       const result = await this.opts.reconciler(req, ctx);
       this.queue.forget(key);
-      const after = result?.requeueAfter ?? 0;
-      if (after > 0) {
+      const after = result?.requeueAfter;
+      if (after !== undefined) {
         this.queue.addAfter(key, after);
         this.metrics?.reconciled("requeue_after", seconds());
         log.debug({ requeueAfter: after }, "reconciled; requeue requested");
@@ -405,7 +418,9 @@ export class Controller {
     const obj = this.opts.cache.peek(t, req.name, req.namespace, this.opts.forScope);
     if (!obj) return;
     const reason = (e as { reason?: string }).reason ?? "ReconcileError";
-    this.recorder.warning(obj, reason, e instanceof Error ? e.message : String(e));
+    this.recorder.warning(obj, reason, e instanceof Error ? e.message : String(e), {
+      action: TERMINAL_ERROR_ACTION,
+    });
   }
 }
 

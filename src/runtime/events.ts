@@ -3,7 +3,7 @@
  * recorder behaves:
  *
  * - Deduplication: an Event identical to an earlier one (same object by UID,
- *   type, reason, message and component) does not create a new object; the
+ *   type, reason, action, message and component) does not create a new object; the
  *   first one's `count` and `lastTimestamp` are patched instead. Repeats that
  *   arrive while a write is in flight are folded into the next write.
  * - Spam filter: each (component, object) pair may record `EVENT_SPAM_BURST`
@@ -23,12 +23,24 @@ import { type Logger, silentLogger } from "./log.ts";
 
 export type EventType = "Normal" | "Warning";
 
+/** More about an Event. */
+export interface EventOptions {
+  /** What was done, or failed, about the object (the Event's `action`, e.g. "TerminalError"). */
+  action?: string;
+}
+
 /** Records Events about objects. */
 export interface EventRecorder {
   /** Records an Event about `obj` (which needs apiVersion, kind and metadata.name). */
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void;
-  normal(obj: KubeObject, reason: string, message: string): void;
-  warning(obj: KubeObject, reason: string, message: string): void;
+  event(
+    obj: KubeObject,
+    type: EventType,
+    reason: string,
+    message: string,
+    opts?: EventOptions,
+  ): void;
+  normal(obj: KubeObject, reason: string, message: string, opts?: EventOptions): void;
+  warning(obj: KubeObject, reason: string, message: string, opts?: EventOptions): void;
   /** Resolves when the Events recorded so far have been written (or given up on). */
   flush?(): Promise<void>;
 }
@@ -99,15 +111,21 @@ export class Recorder implements EventRecorder {
     this.now = opts.now ?? Date.now;
   }
 
-  normal(obj: KubeObject, reason: string, message: string): void {
-    this.event(obj, "Normal", reason, message);
+  normal(obj: KubeObject, reason: string, message: string, opts?: EventOptions): void {
+    this.event(obj, "Normal", reason, message, opts);
   }
 
-  warning(obj: KubeObject, reason: string, message: string): void {
-    this.event(obj, "Warning", reason, message);
+  warning(obj: KubeObject, reason: string, message: string, opts?: EventOptions): void {
+    this.event(obj, "Warning", reason, message, opts);
   }
 
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+  event(
+    obj: KubeObject,
+    type: EventType,
+    reason: string,
+    message: string,
+    opts: EventOptions = {},
+  ): void {
     const { apiVersion, kind } = obj;
     const { name, namespace, uid } = obj.metadata;
     if (!apiVersion || !kind || !name) {
@@ -126,7 +144,7 @@ export class Recorder implements EventRecorder {
       this.log.debug({ kind, name, reason }, "event dropped by the spam filter");
       return;
     }
-    const key = `${objKey}|${type}|${reason}|${text}`;
+    const key = `${objKey}|${type}|${reason}|${opts.action ?? ""}|${text}`;
     const ts = nowTimestamp();
     let s = this.series.get(key);
     if (s) {
@@ -155,6 +173,7 @@ export class Recorder implements EventRecorder {
           source,
           reportingComponent: this.opts.component,
           reportingInstance: this.opts.instance ?? "",
+          ...(opts.action ? { action: opts.action } : {}),
         },
       };
     }

@@ -47,8 +47,9 @@
  * - Failures back off per key from 5 ms doubling to 1000 s (with jitter), under
  *   an overall bucket of 10 retries/s with bursts of 100; events during a backoff
  *   neither bring the retry forward nor count as failures; success resets.
- *   `{ requeueAfter }` is not a failure. A `TerminalError` is not retried and
- *   becomes a Warning Event on the object.
+ *   `{ requeueAfter }` is not a failure (0: again at once, behind waiting keys).
+ *   A `TerminalError` is not retried and becomes a Warning Event on the object
+ *   with action `TerminalError`.
  * - Workers: 4 per controller by default (`maxConcurrentReconciles`).
  * - Each reconcile's signal aborts after 60 s, on a lost lease, or when the
  *   shutdown grace (30 s) runs out; its client then refuses writes.
@@ -56,7 +57,10 @@
  *   cache has seen the objects its previous reconcile wrote.
  * - Leader election: Lease 15 s, renew deadline 10 s, retry 2 s; the standby
  *   keeps its caches and queues warm; release on shutdown. The finalizers the
- *   controllers declare are published on the Lease (`setpoint.dev/finalizers`).
+ *   controllers declare are published on the Lease (`setpoint.dev/finalizers`),
+ *   and so are per-key reconcile counts over the last minute, each
+ *   controller's 10 busiest keys (`setpoint.dev/reconcile-stats`; counted in
+ *   at most 768 counters per controller), for hot-loop detection.
  * - `/healthz` and `/readyz` fail when an informer has had no watch for 60 s;
  *   `/readyz` until the caches have synced. `/metrics` uses controller-runtime's
  *   metric names.
@@ -129,7 +133,13 @@ export {
   type RetryOptions,
   retryOnConflict,
 } from "./errors.ts";
-export { type EventRecorder, type EventType, Recorder, type RecorderOptions } from "./events.ts";
+export {
+  type EventOptions,
+  type EventRecorder,
+  type EventType,
+  Recorder,
+  type RecorderOptions,
+} from "./events.ts";
 export { type CheckResult, type HealthCheck, HealthChecks } from "./health.ts";
 // Reconcile helpers.
 export {
@@ -189,6 +199,7 @@ export {
   type LeaderElectionOptions,
   Manager,
   type ManagerOptions,
+  RECONCILE_STATS_ANNOTATION,
   RUNNABLE_STOP_TIMEOUT_MS,
   type Runnable,
 } from "./manager.ts";
@@ -220,7 +231,15 @@ export {
   type Request,
   type Result,
   requestFor,
+  TERMINAL_ERROR_ACTION,
   TerminalError,
 } from "./reconciler.ts";
+export {
+  type ControllerReconcileStats,
+  type KeyReconciles,
+  RECONCILE_STATS_TOP_KEYS,
+  RECONCILE_STATS_WINDOW_MS,
+  type ReconcileStats,
+} from "./reconcilestats.ts";
 export { type AddOptions, type Lane, WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
 export { ReconcileClient } from "./writer.ts";

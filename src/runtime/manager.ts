@@ -19,9 +19,13 @@
  *    `RUNNABLE_STOP_TIMEOUT_MS` for them), stops the informers and closes its
  *    servers.
  *
- * The finalizers the controllers declare are published on the leader's Lease
- * in the `setpoint.dev/finalizers` annotation (sorted, comma-separated), so
- * tools can tell a finalizer someone handles from an abandoned one.
+ * Published on the leader's Lease with every acquire and renewal, for tools:
+ * - `setpoint.dev/finalizers`: the finalizers the controllers declare (sorted,
+ *   comma-separated), so a finalizer someone handles can be told from an
+ *   abandoned one;
+ * - `setpoint.dev/reconcile-stats`: each controller's reconciles over the last
+ *   minute and its 10 busiest keys (JSON, see `ReconcileStats`), so a key
+ *   reconciled in a loop shows even when the loop writes nothing.
  */
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -40,9 +44,12 @@ import {
 import { LeaderElector } from "./leaderelection.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { RuntimeMetrics } from "./metrics.ts";
+import { RECONCILE_STATS_WINDOW_MS, type ReconcileStats } from "./reconcilestats.ts";
 
 /** The Lease annotation listing the finalizers this manager's controllers handle. */
 export const FINALIZERS_ANNOTATION = "setpoint.dev/finalizers";
+/** The Lease annotation carrying the controllers' per-key reconcile counts (JSON ReconcileStats). */
+export const RECONCILE_STATS_ANNOTATION = "setpoint.dev/reconcile-stats";
 /** Default time reconciles in flight get to finish on shutdown (controller-runtime's 30 s). */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30_000;
 /** Default bound on the initial cache sync (controller-runtime's 2 min). */
@@ -268,6 +275,18 @@ export class Manager {
     return [...new Set(this.registered.flatMap((r) => r.controller.finalizers))].sort();
   }
 
+  /**
+   * Each controller's reconciles over the last minute and its busiest keys
+   * (what the leader publishes in RECONCILE_STATS_ANNOTATION).
+   */
+  reconcileStats(): ReconcileStats {
+    const controllers: ReconcileStats["controllers"] = {};
+    for (const r of this.registered) {
+      controllers[r.controller.name] = r.controller.reconcileCounts.snapshot();
+    }
+    return { windowSeconds: RECONCILE_STATS_WINDOW_MS / 1000, controllers };
+  }
+
   /** "host:port" of the metrics server, once started. */
   get metricsAddress(): string | undefined {
     return this.metricsServer?.address;
@@ -407,8 +426,12 @@ export class Manager {
   }
 
   private leaseAnnotations(): Record<string, string> {
+    const out: Record<string, string> = {
+      [RECONCILE_STATS_ANNOTATION]: JSON.stringify(this.reconcileStats()),
+    };
     const f = this.finalizers();
-    return f.length > 0 ? { [FINALIZERS_ANNOTATION]: f.join(",") } : {};
+    if (f.length > 0) out[FINALIZERS_ANNOTATION] = f.join(",");
+    return out;
   }
 
   private async connect(reg: Registered): Promise<void> {

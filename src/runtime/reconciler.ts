@@ -3,10 +3,12 @@
  * an event: it reads desired and observed state (from the cache), acts
  * idempotently, and returns
  * - nothing: done, until something changes;
- * - `{ requeueAfter: ms }`: look again after that long (not a failure);
+ * - `{ requeueAfter: ms }`: look again after that long (not a failure; 0: at
+ *   once, behind the keys already waiting);
  * - or throws: retried with per-key exponential backoff, unless the error is a
  *   `TerminalError`, which is not retried and is surfaced as a Warning Event on
- *   the object (and, through `setErrorCondition`, as a condition).
+ *   the object, with action `TERMINAL_ERROR_ACTION` (and, through
+ *   `setErrorCondition`, as a condition).
  */
 import type { KubeObject } from "../api/meta.ts";
 import type { InformerCache } from "./cache.ts";
@@ -22,9 +24,18 @@ export interface Request {
 
 /** What a reconcile asks for next. */
 export interface Result {
-  /** Reconcile this key again after this many milliseconds (no backoff, not a failure). */
+  /**
+   * Reconcile this key again after this many milliseconds (no backoff, not a
+   * failure); 0 runs it again at once, behind the keys already waiting.
+   */
   requeueAfter?: number;
 }
+
+/**
+ * The `action` of the Warning Event a TerminalError is recorded as (its reason
+ * is the error's), so tools tell errors that are not retried from other warnings.
+ */
+export const TERMINAL_ERROR_ACTION = "TerminalError";
 
 /** The cache-backed reader a reconcile reads through (informers shared by the manager). */
 export type CacheReader = Pick<InformerCache, "get" | "list" | "peek">;

@@ -196,6 +196,8 @@ describe("controller", () => {
         message: "spec is invalid: data.size must be a number",
         involvedObject: { kind: "ConfigMap", name: "bad", namespace: n },
         source: { component: "strict" },
+        // Marked, so tools tell errors that are not retried from other warnings.
+        action: "TerminalError",
       });
       await sleep(300);
       expect(attempts).toBe(1);
@@ -308,6 +310,45 @@ describe("controller", () => {
       expect(warnings.filter((w) => w.includes("MaxListenersExceeded"))).toEqual([]);
     } finally {
       process.off("warning", onWarning);
+      await mgr.stop();
+    }
+  });
+
+  it("requeueAfter 0 runs a key again at once without starving the process, and is counted per key", async () => {
+    const n = await namespace();
+    const mgr = manager();
+    let spins = 0;
+    const others: string[] = [];
+    mgr
+      .controller("spinner")
+      .for(CM, { predicates: [matching((o) => o.metadata.namespace === n)] })
+      .withOptions({ maxConcurrentReconciles: 2 })
+      .complete(async (req) => {
+        if (req.name !== "spin") {
+          others.push(req.name);
+          return;
+        }
+        spins++;
+        return { requeueAfter: 0 }; // no I/O at all: only the queue brings it back
+      });
+    await mgr.start();
+    try {
+      await client.create(cm(n, "spin", {}));
+      await eventually(() => spins > 50);
+      // Timers fire and other keys' events still get through.
+      const started = Date.now();
+      await sleep(50);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await client.create(cm(n, "other", {}));
+      await eventually(() => others.includes("other"));
+      const stats = mgr.reconcileStats();
+      expect(stats.windowSeconds).toBe(60);
+      const top = stats.controllers.spinner.topKeys;
+      expect(top[0].key).toBe(`${n}/spin`);
+      expect(top[0].reconciles).toBeGreaterThan(50);
+      expect(top.find((k) => k.key === `${n}/other`)?.reconciles).toBe(1);
+      expect(stats.controllers.spinner.reconciles).toBeGreaterThanOrEqual(top[0].reconciles + 1);
+    } finally {
       await mgr.stop();
     }
   });

@@ -6,7 +6,13 @@ import { EVENT_SPAM_BURST, Recorder } from "../../src/runtime/events.ts";
 import { type ApiEnv, startApiEnv } from "./apienv.ts";
 
 const EVENT = { apiVersion: "v1", kind: "Event" };
-type Event = KubeObject & { count?: number; reason?: string; message?: string; type?: string };
+type Event = KubeObject & {
+  count?: number;
+  reason?: string;
+  message?: string;
+  type?: string;
+  action?: string;
+};
 
 let env: ApiEnv;
 let client: Client;
@@ -57,6 +63,21 @@ describe("Recorder", () => {
     });
     expect(failed.metadata.name).toMatch(/^obj\./);
     expect(events.find((e) => e.reason === "Synced")?.count).toBe(1);
+  });
+
+  it("records an action, and keeps Events that differ only in it apart", async () => {
+    const obj = await target();
+    const ns = obj.metadata.namespace!;
+    const rec = new Recorder(client, { component: "demo" });
+    rec.warning(obj, "InvalidSpec", "size must be positive", { action: "TerminalError" });
+    rec.warning(obj, "InvalidSpec", "size must be positive", { action: "TerminalError" });
+    rec.warning(obj, "InvalidSpec", "size must be positive");
+    await rec.flush();
+    const events = await eventsIn(ns);
+    expect(events.map((e) => [e.action ?? "", e.count]).sort()).toEqual([
+      ["", 1],
+      ["TerminalError", 2],
+    ]);
   });
 
   it("starts a new Event when the old one is gone", async () => {
