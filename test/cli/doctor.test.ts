@@ -1,11 +1,12 @@
 /**
  * `setpoint doctor` as a user runs it, against a real apiserver: healthy (exit
  * 0) on a quiet cluster with a well-behaved controller; with planted problems
- * (a controller that rewrites status on every pass, an object whose
- * observedGeneration lags, a controller failing with a TerminalError, a leader
- * Lease nobody renews, an object stuck on an abandoned finalizer, per-key
- * reconcile counts published on a Lease) each found and exit 1; and an
- * unreachable apiserver reported as such.
+ * (a controller that rewrites status on every pass, a controller that requeues
+ * one key at once and writes nothing, found through the per-key reconcile
+ * counts its manager publishes, an object whose observedGeneration lags, a
+ * controller failing with a TerminalError, a leader Lease nobody renews, an
+ * object stuck on an abandoned finalizer, per-key reconcile counts published on
+ * a Lease) each found and exit 1; and an unreachable apiserver reported as such.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,8 +14,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { DoctorReport } from "../../src/cli/inspect/diagnose.ts";
-import { RECONCILE_STATS_ANNOTATION } from "../../src/cli/inspect/hotloop.ts";
 import { updateStatusIfChanged } from "../../src/runtime/helpers/status.ts";
+import { RECONCILE_STATS_ANNOTATION } from "../../src/runtime/index.ts";
 import { microTime } from "../../src/runtime/leaderelection.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
@@ -27,6 +28,7 @@ import { eventually, runCli, sleep, WIDGET, widget, widgetCrd } from "./helpers.
 const TEST_TIMEOUT_MS = 90_000;
 
 type Widget = KubeObject & { spec?: { size?: number }; status?: Record<string, unknown> };
+const CONFIGMAP = { apiVersion: "v1", kind: "ConfigMap" } as const;
 
 function check(report: DoctorReport, name: string) {
   const c = report.checks.find((x) => x.name === name);
@@ -146,6 +148,16 @@ describe("setpoint doctor with planted problems", () => {
           status: { observedGeneration: w.metadata.generation, passes },
         });
       });
+    // A loop that writes nothing: it requeues one key at once, again and again.
+    mgr
+      .controller("spinner")
+      .for(CONFIGMAP, {
+        predicates: [matching((o) => o.metadata.namespace === ns && o.metadata.name === "spin")],
+      })
+      .complete(async () => {
+        await sleep(5); // hot, but kind to a shared machine
+        return { requeueAfter: 0 };
+      });
     // A controller that rejects a spec it cannot act on.
     mgr
       .controller("strict")
@@ -218,6 +230,18 @@ describe("setpoint doctor with planted problems", () => {
       const hot = await env.client.get<Widget>(WIDGET, "hot", ns);
       return Number(hot.status?.passes ?? 0) > 10;
     });
+    // The spinning key, and the leader's Lease publishing it (renewed every 2 s).
+    await env.client.create({ ...CONFIGMAP, metadata: { name: "spin", namespace: ns } });
+    await eventually(async () => {
+      const lease = await env.client.get<KubeObject>(
+        { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+        "planted-controllers",
+        "kube-system",
+      );
+      const stats = JSON.parse(lease.metadata.annotations?.[RECONCILE_STATS_ANNOTATION] ?? "{}");
+      const top = stats.controllers?.spinner?.topKeys?.[0];
+      return top?.key === `${ns}/spin` && top.reconciles >= 120;
+    }, 20_000);
     // Let the lag and the deletion outlast their thresholds (timestamps have 1 s resolution).
     await sleep(2_100);
   }, 60_000);
@@ -267,15 +291,24 @@ describe("setpoint doctor with planted problems", () => {
       });
       expect(hotWidget?.statusWrites).toBeGreaterThanOrEqual(5);
       expect(loops.filter((l) => l.name !== undefined).map((l) => l.name)).toEqual(["hot"]);
-      // The published per-key counts: the polled key, not the quiet one.
-      expect(loops.filter((l) => l.key !== undefined)).toMatchObject([
-        {
-          controller: "poller",
-          key: `${ns}/polled`,
-          reconciles: 1200,
-          lease: "counting-controller",
-        },
-      ]);
+      // The published per-key counts: the polled key, not the quiet one; and the key
+      // the real spinner requeues, which no write sample can see.
+      const hotKeys = (hot.items as { key?: string }[]).filter((l) => l.key !== undefined) as {
+        controller: string;
+        key: string;
+        reconciles: number;
+        lease: string;
+      }[];
+      expect(hotKeys.find((k) => k.controller === "poller")).toMatchObject({
+        key: `${ns}/polled`,
+        reconciles: 1200,
+        lease: "counting-controller",
+      });
+      expect(hotKeys.some((k) => k.key === `${ns}/quiet`)).toBe(false);
+      const spinning = hotKeys.find((k) => k.controller === "spinner");
+      expect(spinning).toMatchObject({ key: `${ns}/spin`, lease: "planted-controllers" });
+      expect(spinning?.reconciles).toBeGreaterThanOrEqual(120);
+      expect(loops.some((l) => l.name === "spin")).toBe(false);
 
       // Behind: "lagging" (observed 1 of 2), and "bad", which its controller rejects
       // without ever stamping it. Caught up: "fine" and "hot".
@@ -318,8 +351,10 @@ describe("setpoint doctor with planted problems", () => {
           object: `Widget ${ns}/bad`,
           message: "spec.size must be positive",
           lease: "kube-system/planted-controllers",
+          terminal: true,
         },
       ]);
+      expect(warn.summary).toContain("1 of them terminal reconcile errors");
     },
     TEST_TIMEOUT_MS,
   );
@@ -358,8 +393,13 @@ describe("setpoint doctor with planted problems", () => {
       expect(r.stdout).toContain(
         `poller (lease kube-system/counting-controller) reconciled ${ns}/polled 1200 times in 60s`,
       );
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `spinner \\(lease kube-system/planted-controllers\\) reconciled ${ns}/spin \\d+ times in 60s`,
+        ),
+      );
       expect(r.stdout).toContain(
-        `strict (lease kube-system/planted-controllers): InvalidSpec on Widget ${ns}/bad`,
+        `strict (lease kube-system/planted-controllers): terminal error InvalidSpec on Widget ${ns}/bad`,
       );
       expect(r.stdout).toMatch(/Problems found: 2 failures, 3 warnings\.\n$/);
     },

@@ -35,7 +35,7 @@ import {
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
 import { UsageError } from "../../src/cli/storage.ts";
-import { FINALIZERS_ANNOTATION } from "../../src/runtime/manager.ts";
+import { FINALIZERS_ANNOTATION, TERMINAL_ERROR_ACTION } from "../../src/runtime/index.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();
@@ -576,6 +576,8 @@ describe("Warning Events", () => {
         ev("e2", 5_000), // the same Event read through events.k8s.io
         ev("old", 3_600_000),
         ev("normal", 1_000, { type: "Normal" }),
+        // A TerminalError's Event (its action marks it), though older, comes first.
+        ev("t1", 120_000, { action: TERMINAL_ERROR_ACTION, count: 1, message: "never" }),
       ],
       leases,
       NOW,
@@ -586,11 +588,23 @@ describe("Warning Events", () => {
         component: "webapp",
         reason: "InvalidSpec",
         object: "Widget default/w",
+        count: 1,
+        message: "never",
+        lastSeen: iso(120_000),
+        lastSeenAgoMs: 120_000,
+        lease: "kube-system/webapp",
+        terminal: true,
+      },
+      {
+        component: "webapp",
+        reason: "InvalidSpec",
+        object: "Widget default/w",
         count: 4,
         message: "bad e2",
         lastSeen: iso(5_000),
         lastSeenAgoMs: 5_000,
         lease: "kube-system/webapp",
+        terminal: false,
       },
     ]);
   });

@@ -202,16 +202,18 @@ function hotLoopCheck(facts: DoctorFacts, t: DoctorThresholds): Check {
 }
 
 function warningsCheck(warnings: WarningGroup[], t: DoctorThresholds): Check {
+  const terminal = warnings.filter((w) => w.terminal).length;
+  const since = `in the last ${formatAge(t.warningWindowMs)}`;
   return {
     name: "warnings",
     verdict: warnings.length > 0 ? "WARN" : "OK",
     summary:
       warnings.length > 0
-        ? `${plural(warnings.length, "kind")} of Warning Event in the last ${formatAge(t.warningWindowMs)} (terminal reconcile errors show here)`
-        : `no Warning Events in the last ${formatAge(t.warningWindowMs)}`,
+        ? `${plural(warnings.length, "kind")} of Warning Event ${since}, ${terminal} of them terminal reconcile errors (not retried until the object changes)`
+        : `no Warning Events ${since}`,
     lines: warnings.map(
       (w) =>
-        `${w.component}${w.lease ? ` (lease ${w.lease})` : ""}: ${w.reason} on ${w.object}, ${w.count}x, last ${formatAge(w.lastSeenAgoMs)} ago: ${w.message}`,
+        `${w.component}${w.lease ? ` (lease ${w.lease})` : ""}: ${w.terminal ? "terminal error " : ""}${w.reason} on ${w.object}, ${w.count}x, last ${formatAge(w.lastSeenAgoMs)} ago: ${w.message}`,
     ),
     items: warnings,
   };

@@ -19,12 +19,21 @@
  *
  * A loop that only reads (a reconcile that requeues itself at once and writes
  * nothing) is invisible over the API: it shows in the controller's own
- * per-key reconcile counts, which the runtime can publish on its leader Lease
- * (`RECONCILE_STATS_ANNOTATION`, parsed by `reconcileHotKeys`).
+ * per-key reconcile counts, which the runtime's Manager publishes on its
+ * leader Lease (`RECONCILE_STATS_ANNOTATION`, parsed by `reconcileHotKeys`).
  */
 import { deepEqual } from "../../api/deepcopy.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
-import { groupResource, type ServedResource } from "../../runtime/index.ts";
+import {
+  type ControllerReconcileStats,
+  groupResource,
+  RECONCILE_STATS_ANNOTATION,
+  type ReconcileStats as RuntimeReconcileStats,
+  type ServedResource,
+} from "../../runtime/index.ts";
+
+export { RECONCILE_STATS_ANNOTATION };
+
 import type { LeaseInfo } from "./leases.ts";
 
 /** Writes below this many (beyond what spec changes explain) never count as a hot loop. */
@@ -199,26 +208,17 @@ export class WriteSampler {
 }
 
 /**
- * The Lease annotation in which a controller manager may publish per-key
- * reconcile counts (JSON, see `ReconcileStats`).
- */
-export const RECONCILE_STATS_ANNOTATION = "setpoint.dev/reconcile-stats";
-
-/**
- * What a manager publishes in `RECONCILE_STATS_ANNOTATION`: over the last
- * `windowSeconds`, per controller, its reconcile count and its busiest keys.
+ * What a manager publishes in `RECONCILE_STATS_ANNOTATION` (the runtime's
+ * ReconcileStats), as read back: the window is checked, each controller's
+ * fields as they are used (another writer may have put anything there).
  *
  * ```json
  * {"windowSeconds":60,"controllers":{"webapp":{"reconciles":130,
  *   "topKeys":[{"key":"default/shop","reconciles":120}]}}}
  * ```
  */
-export interface ReconcileStats {
-  windowSeconds: number;
-  controllers: Record<
-    string,
-    { reconciles?: number; topKeys?: { key: string; reconciles: number }[] }
-  >;
+export interface ReconcileStats extends Omit<RuntimeReconcileStats, "controllers"> {
+  controllers: Record<string, Partial<ControllerReconcileStats>>;
 }
 
 /** A key a live controller reconciles at a hot-loop rate, from its published counts. */

@@ -1,11 +1,13 @@
 /**
  * Recent Warning Events: how reconcile failures surface. The runtime records a
  * `TerminalError` (an error retrying cannot fix) as a Warning Event on the
- * object, with the error's reason (default "ReconcileError") and the
- * controller's name as reporting component; other components warn the same way.
- * Events with the same component, reason and object are grouped.
+ * object, with the error's reason (default "ReconcileError"), the controller's
+ * name as reporting component and action `TerminalError`, by which these are
+ * told apart (`terminal`) from the warnings other components record. Events
+ * with the same component, reason, object and kind (terminal or not) are grouped.
  */
 import type { KubeObject } from "../../api/meta.ts";
+import { TERMINAL_ERROR_ACTION } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 
@@ -26,6 +28,8 @@ export interface WarningGroup {
   lastSeenAgoMs: number;
   /** The controller Lease whose leader reported it, when the reporter is a current leader. */
   lease?: string;
+  /** A reconcile error its controller does not retry (a runtime TerminalError). */
+  terminal: boolean;
 }
 
 interface EventLike extends KubeObject {
@@ -46,6 +50,7 @@ interface EventLike extends KubeObject {
   reportingComponent?: string;
   reportingController?: string;
   reportingInstance?: string;
+  action?: string;
 }
 
 /** When an Event (core/v1 or events.k8s.io/v1) last occurred. */
@@ -88,7 +93,8 @@ export function recentWarnings(
     const component =
       ev.reportingComponent || ev.reportingController || ev.source?.component || "(unknown)";
     const reason = ev.reason ?? "";
-    const key = `${component}|${reason}|${object}`;
+    const terminal = ev.action === TERMINAL_ERROR_ACTION;
+    const key = `${component}|${reason}|${object}|${terminal}`;
     const count = ev.series?.count ?? ev.count ?? ev.deprecatedCount ?? 1;
     const g = groups.get(key);
     const instance = ev.reportingInstance || ev.source?.host || "";
@@ -103,6 +109,7 @@ export function recentWarnings(
         lastSeen,
         lastSeenAgoMs: ago,
         ...(lease ? { lease } : {}),
+        terminal,
       });
     } else {
       g.count += count;
@@ -114,5 +121,8 @@ export function recentWarnings(
       if (lease) g.lease = lease;
     }
   }
-  return [...groups.values()].sort((a, b) => a.lastSeenAgoMs - b.lastSeenAgoMs);
+  // Terminal errors first: nothing will try those again.
+  return [...groups.values()].sort(
+    (a, b) => Number(b.terminal) - Number(a.terminal) || a.lastSeenAgoMs - b.lastSeenAgoMs,
+  );
 }
