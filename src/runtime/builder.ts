@@ -23,15 +23,16 @@
  *   (`withPredicates`). Keys from an informer's initial list and from resyncs go
  *   to the queue's low-priority lane; live events to the live lane.
  */
-import { type KubeObject, parseApiVersion } from "../api/meta.ts";
+import type { KubeObject } from "../api/meta.ts";
 import type { InformerScope } from "./cache.ts";
 import type { TypeRef } from "./client.ts";
 import type { Controller, ControllerOptions } from "./controller.ts";
-import type { Manager } from "./manager.ts";
-import { type Predicate, passes } from "./predicates.ts";
+import type { Predicate } from "./predicates.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
-import { type Reconciler, type Request, requestFor } from "./reconciler.ts";
-import type { Lane } from "./workqueue.ts";
+import type { Reconciler } from "./reconciler.ts";
+import type { MapFn, WatchSpec } from "./watches.ts";
+
+export type { MapFn, WatchSpec } from "./watches.ts";
 
 /** A kind, carrying the TypeScript type of its objects. */
 export interface Kind<T extends KubeObject = KubeObject> extends TypeRef {
@@ -53,9 +54,6 @@ export interface WatchOptions<T extends KubeObject> {
   scope?: InformerScope;
 }
 
-/** Maps an object of a watched kind to the requests it should wake. */
-export type MapFn<T extends KubeObject> = (obj: T) => Request[] | Request | undefined;
-
 export interface BuilderOptions {
   maxConcurrentReconciles?: number;
   reconcileTimeoutMs?: number;
@@ -65,16 +63,15 @@ export interface BuilderOptions {
   finalizers?: string[];
 }
 
-/** How one watch turns events into requests. */
-export interface WatchSpec {
-  type: TypeRef;
-  scope?: InformerScope;
-  predicates: Predicate<KubeObject>[];
-  /** `for` maps to the object itself; `owns` to its controller; `map` through the function. */
-  mapping:
-    | { kind: "self" }
-    | { kind: "owner"; owner: TypeRef }
-    | { kind: "map"; fn: MapFn<KubeObject> };
+/**
+ * Where a finished declaration goes: the manager registers the controller and
+ * connects its watches to the shared informers.
+ */
+export interface ControllerRegistrar {
+  addController(
+    base: Omit<ControllerOptions, "client" | "cache">,
+    watches: WatchSpec[],
+  ): Controller;
 }
 
 export class ControllerBuilder {
@@ -84,7 +81,7 @@ export class ControllerBuilder {
   private options: BuilderOptions = {};
 
   constructor(
-    private readonly manager: Manager,
+    private readonly registrar: ControllerRegistrar,
     readonly name: string,
   ) {
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) {
@@ -141,7 +138,7 @@ export class ControllerBuilder {
     return this;
   }
 
-  /** Creates the controller and registers it with the manager. */
+  /** Creates the controller and registers it (with the manager that made this builder). */
   complete(reconciler: Reconciler): Controller {
     const forWatch = this.forWatch;
     if (!forWatch) throw new Error(`controller ${this.name}: for() is required`);
@@ -158,89 +155,6 @@ export class ControllerBuilder {
       forScope: forWatch.scope,
       ...this.options,
     };
-    return this.manager.addController(base, watches);
-  }
-}
-
-/**
- * Connects one watch to a controller: registers an event handler on the shared
- * informer that maps events to requests and enqueues them. `ownerNamespaced`
- * tells whether the `for` kind is namespaced (for owner mapping); undefined
- * means "look it up on each event" (discovery may not know the kind yet).
- */
-export function connectWatch(
-  controller: Controller,
-  spec: WatchSpec,
-  informer: {
-    addEventHandler(h: {
-      onAdd?(obj: KubeObject, isInitialList: boolean): void;
-      onUpdate?(oldObj: KubeObject, newObj: KubeObject, isResync: boolean): void;
-      onDelete?(obj: KubeObject): void;
-    }): () => void;
-  },
-  ownerNamespaced: () => boolean | undefined,
-): () => void {
-  const toRequests = mapper(spec, ownerNamespaced);
-  const enqueue = (objs: KubeObject[], lane: Lane) => {
-    const seen = new Set<string>();
-    for (const o of objs) {
-      for (const r of toRequests(o)) {
-        const k = `${r.namespace ?? ""}/${r.name}`;
-        if (seen.has(k)) continue;
-        seen.add(k);
-        controller.enqueue(r, lane);
-      }
-    }
-  };
-  const preds = spec.predicates;
-  return informer.addEventHandler({
-    onAdd: (obj, initial) => {
-      if (passes(preds, "create", obj)) enqueue([obj], initial ? "initial" : "live");
-    },
-    onUpdate: (oldObj, newObj, resync) => {
-      if (resync) {
-        if (passes(preds, "generic", newObj)) enqueue([newObj], "initial");
-      } else if (passes(preds, "update", newObj, oldObj)) {
-        enqueue([oldObj, newObj], "live");
-      }
-    },
-    onDelete: (obj) => {
-      if (passes(preds, "delete", obj)) enqueue([obj], "live");
-    },
-  });
-}
-
-function asList(r: Request[] | Request | undefined): Request[] {
-  if (!r) return [];
-  return Array.isArray(r) ? r : [r];
-}
-
-function mapper(
-  spec: WatchSpec,
-  ownerNamespaced: () => boolean | undefined,
-): (obj: KubeObject) => Request[] {
-  const m = spec.mapping;
-  switch (m.kind) {
-    case "self":
-      return (obj) => [requestFor(obj)];
-    case "map":
-      return (obj) => asList(m.fn(obj));
-    case "owner": {
-      const group = parseApiVersion(m.owner.apiVersion).group;
-      return (obj) => {
-        const ref = obj.metadata.ownerReferences?.find(
-          (r) =>
-            r.controller === true &&
-            r.kind === m.owner.kind &&
-            parseApiVersion(r.apiVersion).group === group,
-        );
-        if (!ref) return [];
-        // Unknown scope: assume the owner lives beside its dependent (the common case).
-        const namespaced = ownerNamespaced() ?? true;
-        const req: Request = { name: ref.name };
-        if (namespaced && obj.metadata.namespace) req.namespace = obj.metadata.namespace;
-        return [req];
-      };
-    }
+    return this.registrar.addController(base, watches);
   }
 }

@@ -73,6 +73,13 @@
  */
 
 export {
+  type BuilderOptions,
+  type ControllerBuilder,
+  type Kind,
+  kind,
+  type MapFn,
+} from "./builder.ts";
+export {
   InformerCache,
   type InformerCacheOptions,
   type InformerScope,

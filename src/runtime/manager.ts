@@ -30,7 +30,7 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { KubeObject } from "../api/meta.ts";
-import { ControllerBuilder, connectWatch, type WatchSpec } from "./builder.ts";
+import { ControllerBuilder } from "./builder.ts";
 import { InformerCache, type InformerCacheOptions } from "./cache.ts";
 import { Client, type RestConfig } from "./client.ts";
 import { Controller, type ControllerOptions } from "./controller.ts";
@@ -45,6 +45,7 @@ import { LeaderElector } from "./leaderelection.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { RuntimeMetrics } from "./metrics.ts";
 import { RECONCILE_STATS_WINDOW_MS, type ReconcileStats } from "./reconcilestats.ts";
+import { connectWatch, type WatchSpec } from "./watches.ts";
 
 /** The Lease annotation listing the finalizers this manager's controllers handle. */
 export const FINALIZERS_ANNOTATION = "setpoint.dev/finalizers";
