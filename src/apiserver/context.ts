@@ -8,6 +8,7 @@ import type { ErrorSubject } from "../api/status.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
 import type { Store } from "../storage/store.ts";
+import type { DecodedObjects } from "./decodedobjects.ts";
 import type { ApiLimits } from "./limits.ts";
 import type { NamespaceLifecycle } from "./namespaces.ts";
 import type { NoopApplies } from "./noopapplies.ts";
@@ -33,6 +34,8 @@ export interface ApiContext {
   watches: WatchTracker;
   /** Answers of applies that changed nothing, for their repeats. */
   noopApplies: NoopApplies;
+  /** Objects recently decoded or written, for the updates that start from them. */
+  decoded: DecodedObjects;
 }
 
 /** One request for a resource, resolved against the registry. */

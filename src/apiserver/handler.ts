@@ -13,6 +13,7 @@ import { resourceVerbs } from "../registry/types.ts";
 import type { Store } from "../storage/store.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
 import { createResource } from "./create.ts";
+import { DecodedObjects } from "./decodedobjects.ts";
 import { deleteCollection, deleteResource } from "./delete.ts";
 import {
   aggregatedDiscovery,
@@ -99,6 +100,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     namespaces: new NamespaceLifecycle(opts.store, opts.registry, caches),
     watches: new WatchTracker(),
     noopApplies: new NoopApplies(),
+    decoded: new DecodedObjects(),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
   caches.start();

@@ -124,9 +124,13 @@ export async function decideUpdate(
   }
   applyDefaults(next, def, version);
   bumpGeneration(next, current, def, sub);
+  const removing = readyToRemove(next, def);
+  // An update that changes nothing stores nothing, and is not validated again: the
+  // stored object was when it was written (Kubernetes' validation ratcheting
+  // likewise accepts what an update leaves as it was).
+  if (!removing && sameObject(next, current)) return { action: "noop", obj: current };
   validateUpdate(next, current, def);
-  if (readyToRemove(next, def)) return { action: "delete", obj: next };
-  if (sameObject(next, current)) return { action: "noop", obj: current };
+  if (removing) return { action: "delete", obj: next };
   return { action: "update", obj: next };
 }
 

@@ -5,9 +5,11 @@
  * particular resourceVersion then fails with 409 Conflict), as Kubernetes'
  * GuaranteedUpdate does. Dry runs stop before the store.
  */
+import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import type { StatusError } from "../api/status.ts";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../storage/errors.ts";
+import type { KeyValue } from "../storage/store.ts";
 import {
   decodeStored,
   type EncodedObject,
@@ -46,10 +48,38 @@ function announceWrite(scope: RequestScope, key: string, obj: KubeObject): Encod
   return encoded;
 }
 
-/** `obj` as stored at `revision`, with its JSON remembered for the answer. */
-function written(obj: KubeObject, encoded: EncodedObject, revision: number): KubeObject {
+/**
+ * `obj` as stored at `revision`, with its JSON remembered for the answer and the
+ * object kept for the next update of `key`.
+ */
+function written(
+  scope: RequestScope,
+  key: string,
+  obj: KubeObject,
+  encoded: EncodedObject,
+  revision: number,
+): KubeObject {
   withResourceVersion(obj, revision);
   rememberJson(obj, encoded.withRevision(revision));
+  scope.ctx.decoded.set(key, revision, obj, scope.def.strategy.onRead);
+  return obj;
+}
+
+/**
+ * The stored object an update starts from: a copy of the one decoded or written
+ * at the same revision a moment ago, or the stored value decoded (and kept).
+ */
+function currentObject(
+  scope: RequestScope,
+  key: string,
+  kv: Pick<KeyValue, "value" | "modRevision">,
+): KubeObject {
+  const { decoded } = scope.ctx;
+  const onRead = scope.def.strategy.onRead;
+  const kept = decoded.get(key, kv.modRevision, onRead);
+  if (kept) return kept;
+  const obj = decodeStored(kv, scope.def);
+  decoded.set(key, kv.modRevision, deepClone(obj), onRead);
   return obj;
 }
 
@@ -72,7 +102,7 @@ export async function storeCreate(
   try {
     const encoded = announceWrite(scope, key, obj);
     const rev = await scope.ctx.store.create(key, encoded.stored);
-    return written(obj, encoded, rev);
+    return written(scope, key, obj, encoded, rev);
   } catch (err) {
     throw statusFromStorage(err, subject);
   }
@@ -98,7 +128,7 @@ export async function guaranteedUpdate(
     } catch (err) {
       throw statusFromStorage(err, scope.subject);
     }
-    const current = kv ? decodeStored(kv, scope.def) : null;
+    const current = kv ? currentObject(scope, key, kv) : null;
     const decision = await decide(current);
     if (dryRun) return { obj: decision.obj, action: decision.action };
     try {
@@ -108,14 +138,15 @@ export async function guaranteedUpdate(
         case "create": {
           const encoded = announceWrite(scope, key, decision.obj);
           const rev = await store.create(key, encoded.stored);
-          return { obj: written(decision.obj, encoded, rev), action: "create" };
+          return { obj: written(scope, key, decision.obj, encoded, rev), action: "create" };
         }
         case "update": {
           const encoded = announceWrite(scope, key, decision.obj);
           const rev = await store.update(key, encoded.stored, kv!.modRevision);
-          return { obj: written(decision.obj, encoded, rev), action: "update" };
+          return { obj: written(scope, key, decision.obj, encoded, rev), action: "update" };
         }
         case "delete": {
+          scope.ctx.decoded.delete(key);
           // Answered with the object as it was last stored, as Kubernetes does.
           await store.delete(key, kv!.modRevision);
           return { obj: decision.obj, action: "delete" };
