@@ -23,7 +23,7 @@
  * Environment:
  *   BENCH_MS             length of each side of the creates phase (default 4000)
  *   BENCH_TLS=1          https (both servers, same generated certificate) instead of http
- *   BENCH_PHASES         comma list of creates,list,fanout,rss (default all)
+ *   BENCH_PHASES         comma list of creates,list,fanout,rss,custom-resources (default all)
  *   BENCH_RSS_OBJECTS    objects in the RSS phase (default 100000)
  *   BENCH_FANOUT_SECONDS length of each side of the fan-out phase (default 5)
  *   BENCH_WATCHERS       watchers in the fan-out phase (default 1000)
@@ -37,6 +37,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { customResourcesPhase } from "./api/custom-resources.ts";
 import { ChildServer } from "./lib/child-server.ts";
 import { epochMicros, type WriterReport } from "./lib/fanout-writer.ts";
 import { CountingWatch, HttpClient } from "./lib/http-load.ts";
@@ -45,7 +46,9 @@ import { callersFor, combine, now, percentile, type Rate, Samples } from "./lib/
 
 const TLS = process.env.BENCH_TLS === "1";
 const PHASES = new Set(
-  (process.env.BENCH_PHASES ?? "creates,list,fanout,rss").split(",").map((p) => p.trim()),
+  (process.env.BENCH_PHASES ?? "creates,list,fanout,rss,custom-resources")
+    .split(",")
+    .map((p) => p.trim()),
 );
 /** Concurrent keep-alive clients in the creates phase. */
 const CLIENTS = 50;
@@ -600,6 +603,20 @@ async function main(): Promise<void> {
     }
   }
   if (PHASES.has("rss")) rows.push(...(await rssPhase()));
+  if (PHASES.has("custom-resources")) {
+    // Custom resource creates and no-op applies (bench/api/custom-resources.ts), on a server of their own.
+    const api = await ChildServer.start("api", { tls: TLS });
+    try {
+      rows.push(
+        ...(await customResourcesPhase(api, {
+          durationMs: CREATE_MS,
+          log: (m) => log(`custom resources: ${m}`),
+        })),
+      );
+    } finally {
+      await api.stop();
+    }
+  }
   printTable(`API benchmark (${TLS ? "https" : "http"}, servers in child processes)`, rows);
 }
 
