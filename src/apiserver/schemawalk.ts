@@ -99,14 +99,25 @@ export function checkAgainstSchema(
   opts: SchemaCheckOptions,
 ): SchemaCheck {
   const out: SchemaCheck = { unknown: [], typeErrors: [] };
-  walk(obj, schema, "", opts, out, 0, true);
+  walk(obj, schema, [], opts, out, 0, true);
+  return out;
+}
+
+/** The path of a walk's position (built only when something is reported). */
+type PathStack = (string | number)[];
+
+function render(path: PathStack): string {
+  let out = "";
+  for (const seg of path) {
+    out = typeof seg === "number" ? `${out}[${seg}]` : join(out, seg);
+  }
   return out;
 }
 
 function walk(
   value: unknown,
   schema: Schema,
-  path: string,
+  path: PathStack,
   opts: SchemaCheckOptions,
   out: SchemaCheck,
   depth: number,
@@ -120,16 +131,19 @@ function walk(
       );
     } else {
       out.typeErrors.push(
-        `json: cannot unmarshal ${jsonType(value)} into Go struct field ${opts.kind}.${path} of type ${goType(schema)}`,
+        `json: cannot unmarshal ${jsonType(value)} into Go struct field ${opts.kind}.${render(path)} of type ${goType(schema)}`,
       );
     }
     return;
   }
   if (Array.isArray(value)) {
-    if (schema.items) {
-      value.forEach((item, i) => {
-        walk(item, schema.items!, `${path}[${i}]`, opts, out, depth + 1, false);
-      });
+    const items = schema.items;
+    if (items) {
+      for (let i = 0; i < value.length; i++) {
+        path.push(i);
+        walk(value[i], items, path, opts, out, depth + 1, false);
+        path.pop();
+      }
     }
     return;
   }
@@ -140,18 +154,16 @@ function walk(
   const embedded = schema["x-kubernetes-embedded-resource"] === true;
   for (const key of Object.keys(value)) {
     const child = value[key];
-    const childPath = join(path, key);
     if (child === null && opts.dropNulls) {
       delete value[key];
       continue;
     }
     const known = props !== undefined && Object.hasOwn(props, key) ? props[key] : undefined;
-    if (known) {
-      walk(child, known, childPath, opts, out, depth + 1, false);
-      continue;
-    }
-    if (typeof extra === "object") {
-      walk(child, extra, childPath, opts, out, depth + 1, false);
+    const next = known ?? (typeof extra === "object" ? extra : undefined);
+    if (next) {
+      path.push(key);
+      walk(child, next, path, opts, out, depth + 1, false);
+      path.pop();
       continue;
     }
     if (extra === true || preserve) continue;
@@ -159,7 +171,9 @@ function walk(
       continue;
     }
     if (!props && schema.type === undefined) continue; // an untyped schema accepts anything
-    out.unknown.push(childPath);
+    path.push(key);
+    out.unknown.push(render(path));
+    path.pop();
     delete value[key];
   }
 }
