@@ -26,6 +26,7 @@ import {
   isNoKindMatch,
   isNotFound,
   type Logger,
+  lastOccurrence,
   type Manager,
   type ReconcileContext,
   type Result,
@@ -65,7 +66,13 @@ export function reduceEvent(o: KubeObject): KubeObject {
     creationTimestamp: m.creationTimestamp,
   };
   const out: KubeObject = { apiVersion: o.apiVersion, kind: o.kind, metadata };
-  for (const f of ["lastTimestamp", "firstTimestamp", "eventTime", "deprecatedLastTimestamp"]) {
+  for (const f of [
+    "lastTimestamp",
+    "firstTimestamp",
+    "eventTime",
+    "deprecatedLastTimestamp",
+    "deprecatedFirstTimestamp",
+  ]) {
     if (typeof o[f] === "string") out[f] = o[f];
   }
   const series = o.series as { lastObservedTime?: unknown } | undefined;
@@ -75,24 +82,9 @@ export function reduceEvent(o: KubeObject): KubeObject {
   return out;
 }
 
-/** When the Event last occurred (ms since the epoch): its latest timestamp. */
-export function lastOccurrence(o: KubeObject): number {
-  const series = o.series as { lastObservedTime?: string } | undefined;
-  const candidates = [
-    o.metadata.creationTimestamp,
-    o.lastTimestamp,
-    o.firstTimestamp,
-    o.eventTime,
-    o.deprecatedLastTimestamp,
-    series?.lastObservedTime,
-  ];
-  let latest = 0;
-  for (const c of candidates) {
-    if (typeof c !== "string") continue;
-    const t = Date.parse(c);
-    if (Number.isFinite(t) && t > latest) latest = t;
-  }
-  return latest;
+/** When the Event last occurred (ms since the epoch; 0 when it has no timestamp). */
+function lastOccurredAt(o: KubeObject): number {
+  return Date.parse(lastOccurrence(o)) || 0;
 }
 
 /** The informer scope of Events here: every Event, reduced to its timestamps. */
@@ -164,7 +156,7 @@ export class EventTtlController implements BuiltinController, Runnable {
   private schedule(tag: string, o: KubeObject): void {
     const name = o.metadata.name;
     if (!name) return;
-    const delay = lastOccurrence(o) + this.ttlMs - Date.now();
+    const delay = lastOccurredAt(o) + this.ttlMs - Date.now();
     this.controller.enqueueAfter(
       { namespace: o.metadata.namespace, name: keyName(tag, name) },
       Math.max(0, delay),
@@ -184,7 +176,7 @@ export class EventTtlController implements BuiltinController, Runnable {
     if (!kind || !informer) return undefined;
     const ev = informer.get(name, namespace || undefined);
     if (!ev) return undefined;
-    const left = lastOccurrence(ev) + this.ttlMs - Date.now();
+    const left = lastOccurredAt(ev) + this.ttlMs - Date.now();
     if (left > 0) return { requeueAfter: left };
     try {
       await ctx.client.delete(kind.type, name, namespace || undefined, {

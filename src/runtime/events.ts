@@ -14,6 +14,10 @@
  * Recording never throws and never blocks the caller: writes run in the
  * background (`flush()` waits for them), failures are logged. Events are
  * informative; nothing may depend on them being written.
+ *
+ * `newEvent` builds the same Event for a tool that writes one itself (and wants
+ * to see the write fail); `lastOccurrence` reads back when an Event (core/v1 or
+ * events.k8s.io/v1) last happened.
  */
 import type { KubeObject } from "../api/meta.ts";
 import { nowTimestamp } from "../api/meta.ts";
@@ -95,6 +99,101 @@ function eventName(objName: string): string {
   return `${objName}.${stamp.toString(16)}`;
 }
 
+/** Who records an Event, and more about it. */
+export interface EventSource extends EventOptions {
+  /** `source.component` and `reportingComponent`. */
+  component: string;
+  /** `source.host` and `reportingInstance`. */
+  instance?: string;
+}
+
+/** The fields of an Event about `obj` that do not change as it recurs (no metadata, count, times). */
+function eventBody(
+  obj: KubeObject,
+  type: EventType,
+  reason: string,
+  message: string,
+  from: EventSource,
+): Record<string, unknown> {
+  const { apiVersion = "", kind = "" } = obj;
+  const { name = "", namespace, uid, resourceVersion } = obj.metadata;
+  const involvedObject: Record<string, string> = { apiVersion, kind, name };
+  if (namespace) involvedObject.namespace = namespace;
+  if (uid) involvedObject.uid = uid;
+  if (resourceVersion) involvedObject.resourceVersion = resourceVersion;
+  const source: Record<string, string> = { component: from.component };
+  if (from.instance) source.host = from.instance;
+  return {
+    involvedObject,
+    reason,
+    message:
+      message.length > EVENT_MESSAGE_MAX
+        ? `${message.slice(0, EVENT_MESSAGE_MAX - 3)}...`
+        : message,
+    type,
+    source,
+    reportingComponent: from.component,
+    reportingInstance: from.instance ?? "",
+    ...(from.action ? { action: from.action } : {}),
+  };
+}
+
+/**
+ * A new core/v1 Event about `obj` (in its namespace, or CLUSTER_EVENT_NAMESPACE
+ * for a cluster-scoped object), occurring once at `now`: what the Recorder
+ * writes, for callers that create the Event themselves.
+ */
+export function newEvent(
+  obj: KubeObject,
+  type: EventType,
+  reason: string,
+  message: string,
+  from: EventSource,
+  now: Date = new Date(),
+): KubeObject {
+  const ts = nowTimestamp(now);
+  return {
+    ...EVENT_TYPE,
+    metadata: {
+      name: eventName(obj.metadata.name ?? ""),
+      namespace: obj.metadata.namespace || CLUSTER_EVENT_NAMESPACE,
+    },
+    ...eventBody(obj, type, reason, message, from),
+    count: 1,
+    firstTimestamp: ts,
+    lastTimestamp: ts,
+  };
+}
+
+/**
+ * When an Event last occurred: the latest of its timestamps, core/v1
+ * (lastTimestamp, firstTimestamp, eventTime, series.lastObservedTime) or
+ * events.k8s.io/v1 (deprecatedLastTimestamp...), or its creation; "" if none.
+ */
+export function lastOccurrence(ev: KubeObject): string {
+  const series = ev.series as { lastObservedTime?: unknown } | undefined;
+  const candidates = [
+    series?.lastObservedTime,
+    ev.lastTimestamp,
+    ev.deprecatedLastTimestamp,
+    ev.eventTime,
+    ev.firstTimestamp,
+    ev.deprecatedFirstTimestamp,
+    ev.metadata.creationTimestamp,
+  ];
+  let latest = "";
+  let latestMs = Number.NEGATIVE_INFINITY;
+  for (const c of candidates) {
+    if (typeof c !== "string" || c === "") continue;
+    const t = Date.parse(c);
+    if (Number.isFinite(t) && t > latestMs) {
+      latest = c;
+      latestMs = t;
+    }
+  }
+  return latest;
+}
+
 /** The recorder a controller uses; writes core/v1 Events through `client`. */
 export class Recorder implements EventRecorder {
   private readonly series = new Map<string, Series>();
@@ -135,10 +234,12 @@ export class Recorder implements EventRecorder {
       );
       return;
     }
-    const text =
-      message.length > EVENT_MESSAGE_MAX
-        ? `${message.slice(0, EVENT_MESSAGE_MAX - 3)}...`
-        : message;
+    const body = eventBody(obj, type, reason, message, {
+      component: this.opts.component,
+      instance: this.opts.instance,
+      action: opts.action,
+    });
+    const text = body.message as string;
     const objKey = `${apiVersion}|${kind}|${namespace ?? ""}|${name}|${uid ?? ""}`;
     if (!this.allow(objKey)) {
       this.log.debug({ kind, name, reason }, "event dropped by the spam filter");
@@ -152,29 +253,13 @@ export class Recorder implements EventRecorder {
       s.count++;
       s.lastTimestamp = ts;
     } else {
-      const involvedObject: Record<string, string> = { apiVersion, kind, name };
-      if (namespace) involvedObject.namespace = namespace;
-      if (uid) involvedObject.uid = uid;
-      if (obj.metadata.resourceVersion)
-        involvedObject.resourceVersion = obj.metadata.resourceVersion;
-      const source: Record<string, string> = { component: this.opts.component };
-      if (this.opts.instance) source.host = this.opts.instance;
       s = {
         namespace: namespace || CLUSTER_EVENT_NAMESPACE,
         count: 1,
         written: 0,
         firstTimestamp: ts,
         lastTimestamp: ts,
-        body: {
-          involvedObject,
-          reason,
-          message: text,
-          type,
-          source,
-          reportingComponent: this.opts.component,
-          reportingInstance: this.opts.instance ?? "",
-          ...(opts.action ? { action: opts.action } : {}),
-        },
+        body,
       };
     }
     this.series.set(key, s);

@@ -143,7 +143,10 @@ export {
 export {
   type EventOptions,
   type EventRecorder,
+  type EventSource,
   type EventType,
+  lastOccurrence,
+  newEvent,
   Recorder,
   type RecorderOptions,
 } from "./events.ts";

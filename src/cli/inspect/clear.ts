@@ -4,6 +4,7 @@
  */
 import type { KubeObject } from "../../api/meta.ts";
 import type { JsonPatchOperation } from "../../api/patch/json.ts";
+import { newEvent } from "../../runtime/index.ts";
 import type { FinalizerHandling, FinalizerPlace } from "./stuck.ts";
 
 /** What removing one finalizer from an object will do. */
@@ -100,7 +101,7 @@ export function clearedMessage(plan: ClearPlan, handling: FinalizerHandling, who
   return `Finalizer ${plan.finalizer} removed${where} by ${who} with "setpoint finalizers clear" (it was ${state})`;
 }
 
-/** A core/v1 Event about `obj` (namespace: the object's, or "default" for cluster-scoped objects). */
+/** The FinalizerCleared Event about `obj`, recorded by this command from `instance` (its host). */
 export function eventFor(
   obj: KubeObject,
   reason: string,
@@ -108,32 +109,5 @@ export function eventFor(
   instance: string,
   now: Date,
 ): KubeObject {
-  const ts = `${now.toISOString().slice(0, 19)}Z`;
-  const ns = obj.metadata.namespace || "default";
-  const involvedObject: Record<string, string> = {
-    apiVersion: obj.apiVersion ?? "",
-    kind: obj.kind ?? "",
-    name: obj.metadata.name ?? "",
-  };
-  if (obj.metadata.namespace) involvedObject.namespace = obj.metadata.namespace;
-  if (obj.metadata.uid) involvedObject.uid = obj.metadata.uid;
-  if (obj.metadata.resourceVersion) involvedObject.resourceVersion = obj.metadata.resourceVersion;
-  return {
-    apiVersion: "v1",
-    kind: "Event",
-    metadata: {
-      name: `${obj.metadata.name}.${(now.getTime() * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`,
-      namespace: ns,
-    },
-    involvedObject,
-    reason,
-    message,
-    type: "Normal",
-    source: { component: CLI_COMPONENT, host: instance },
-    reportingComponent: CLI_COMPONENT,
-    reportingInstance: instance,
-    count: 1,
-    firstTimestamp: ts,
-    lastTimestamp: ts,
-  };
+  return newEvent(obj, "Normal", reason, message, { component: CLI_COMPONENT, instance }, now);
 }

@@ -7,7 +7,7 @@
  * with the same component, reason, object and kind (terminal or not) are grouped.
  */
 import type { KubeObject } from "../../api/meta.ts";
-import { TERMINAL_ERROR_ACTION } from "../../runtime/index.ts";
+import { lastOccurrence, TERMINAL_ERROR_ACTION } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 
@@ -38,10 +38,6 @@ interface EventLike extends KubeObject {
   message?: string;
   note?: string;
   count?: number;
-  lastTimestamp?: string;
-  eventTime?: string;
-  firstTimestamp?: string;
-  deprecatedLastTimestamp?: string;
   deprecatedCount?: number;
   series?: { count?: number; lastObservedTime?: string };
   involvedObject?: { kind?: string; namespace?: string; name?: string };
@@ -51,20 +47,6 @@ interface EventLike extends KubeObject {
   reportingController?: string;
   reportingInstance?: string;
   action?: string;
-}
-
-/** When an Event (core/v1 or events.k8s.io/v1) last occurred. */
-export function lastSeenOf(e: KubeObject): string {
-  const ev = e as EventLike;
-  return (
-    ev.series?.lastObservedTime ||
-    ev.lastTimestamp ||
-    ev.deprecatedLastTimestamp ||
-    ev.eventTime ||
-    ev.firstTimestamp ||
-    e.metadata.creationTimestamp ||
-    ""
-  );
 }
 
 /** Warning Events seen within `windowMs` of `now`, grouped, most recent first. */
@@ -85,7 +67,7 @@ export function recentWarnings(
     const uid = e.metadata.uid ?? "";
     if (uid && seen.has(uid)) continue; // the same Event under core/v1 and events.k8s.io
     seen.add(uid);
-    const lastSeen = lastSeenOf(e);
+    const lastSeen = lastOccurrence(e);
     const ago = ageOf(lastSeen, now);
     if (!(ago <= windowMs)) continue;
     const ref = ev.involvedObject ?? ev.regarding ?? {};
