@@ -151,6 +151,7 @@ export {
   type RecorderOptions,
 } from "./events.ts";
 export { type CheckResult, type HealthCheck, HealthChecks } from "./health.ts";
+export { mapLimit } from "./helpers/concurrency.ts";
 // Reconcile helpers.
 export {
   type ConditionInput,

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Condition, KubeObject } from "../../src/api/meta.ts";
+import { mapLimit } from "../../src/runtime/helpers/concurrency.ts";
 import {
   findCondition,
   isConditionTrue,
@@ -214,5 +215,44 @@ describe("owner references", () => {
       metadata: { name: "x", uid: "u", namespace: "other" },
     };
     expect(() => setControllerReference(elsewhere, dep)).toThrow(/same namespace/);
+  });
+});
+
+describe("mapLimit", () => {
+  it("keeps at most `limit` calls in flight and the results in order, for any timing", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 8 }),
+        async (delays, limit) => {
+          let inFlight = 0;
+          let most = 0;
+          const out = await mapLimit(delays, limit, async (d, i) => {
+            inFlight++;
+            most = Math.max(most, inFlight);
+            await new Promise((r) => setTimeout(r, d));
+            inFlight--;
+            return i * 2;
+          });
+          expect(out).toEqual(delays.map((_, i) => i * 2));
+          expect(most).toBeLessThanOrEqual(limit);
+          if (delays.length >= limit) expect(most).toBe(limit);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it("attempts every item when some fail, then rejects with the first failure", async () => {
+    const attempted: number[] = [];
+    const err = await mapLimit([1, 2, 3, 4, 5], 2, async (n) => {
+      attempted.push(n);
+      await new Promise((r) => setTimeout(r, n === 2 ? 5 : 1));
+      if (n % 2 === 0) throw new Error(`failed ${n}`);
+      return n;
+    }).catch((e: unknown) => e);
+    // Item 2 fails later than item 4 (it takes longer): the first to fail wins.
+    expect((err as Error).message).toBe("failed 4");
+    expect(attempted.sort()).toEqual([1, 2, 3, 4, 5]);
   });
 });

@@ -8,6 +8,7 @@ import {
   Client,
   groupResource,
   loadKubeconfig,
+  mapLimit,
   preferredResources,
   type RestConfig,
   type ServedResource,
@@ -40,24 +41,6 @@ export function connect(flags: ConnectFlags): Connection {
   config.userAgent ??= "setpoint-cli";
   const client = new Client(config);
   return { config, client, close: () => client.close() };
-}
-
-/** Runs `fn` over `items` with at most `limit` calls in flight; results keep their order. */
-export async function mapBounded<T, R>(
-  items: T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /** What discovery found: one version of each served resource, and the group-versions it could not read. */
@@ -110,7 +93,7 @@ export async function listEverything(
       r.verbs.includes("list") && !(opts.namespace && !r.namespaced) && !(opts.skip?.(r) ?? false),
   );
   const listing: ClusterListing = { items: [], listed: [], failures: [] };
-  await mapBounded(todo, LIST_CONCURRENCY, async (resource) => {
+  await mapLimit(todo, LIST_CONCURRENCY, async (resource) => {
     try {
       const list = await client.listAll<KubeObject>(
         { apiVersion: resource.apiVersion, kind: resource.kind },

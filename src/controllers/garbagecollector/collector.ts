@@ -53,6 +53,7 @@ import {
   isNotFound,
   type Logger,
   type Manager,
+  mapLimit,
   parseGroupVersion,
   preferredResources,
   type ReconcileContext,
@@ -62,7 +63,7 @@ import {
   type ServerResources,
   silentLogger,
 } from "../../runtime/index.ts";
-import { type BuiltinController, forEachLimit } from "../builtin.ts";
+import type { BuiltinController } from "../builtin.ts";
 import {
   FINALIZER_FOREGROUND,
   FINALIZER_ORPHAN,
@@ -558,7 +559,7 @@ export class GarbageCollector implements BuiltinController, Runnable {
   ): Promise<Result | undefined> {
     if (!this.monitorsSynced()) return { requeueAfter: SYNC_RETRY_MS };
     const deps = this.graph.dependentsOf(node.uid);
-    await forEachLimit(deps, this.opts.orphanConcurrency ?? DEFAULT_ORPHAN_CONCURRENCY, (dep) =>
+    await mapLimit(deps, this.opts.orphanConcurrency ?? DEFAULT_ORPHAN_CONCURRENCY, (dep) =>
       this.removeReferences(dep, new Set([node.uid]), ctx),
     );
     ctx.log.info({ dependents: deps.length }, "orphaned dependents");
