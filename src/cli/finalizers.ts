@@ -35,7 +35,7 @@ import {
 import { formatAge, parseDuration } from "./inspect/duration.ts";
 import { describeIdentity, whoAmI } from "./inspect/identity.ts";
 import { controllerLeases } from "./inspect/leases.ts";
-import { resolveResource, type ServedResource } from "./inspect/resources.ts";
+import { kindLabel, objectLabel, objectRef, resolveResource } from "./inspect/resources.ts";
 import {
   attributeFinalizer,
   describeHandling,
@@ -170,12 +170,6 @@ async function list(argv: string[]): Promise<number> {
   }
 }
 
-/** "Widget.example.com" for a custom kind, "ConfigMap" for a core one. */
-function kindLabel(s: { kind: string; apiVersion: string }): string {
-  const slash = s.apiVersion.indexOf("/");
-  return slash < 0 ? s.kind : `${s.kind}.${s.apiVersion.slice(0, slash)}`;
-}
-
 function stuckRow(s: StuckObject): string[] {
   return [
     kindLabel(s),
@@ -212,7 +206,7 @@ async function clear(argv: string[]): Promise<number> {
       : undefined;
     const type = { apiVersion: resource.apiVersion, kind: resource.kind };
     const obj = await conn.client.get<KubeObject>(type, target.name, namespace);
-    const label = describeObject(resource, obj);
+    const label = objectLabel(objectRef(resource, obj));
     const plan = planClear(obj, finalizer);
     if (!plan) {
       const left = [...(obj.metadata.finalizers ?? [])];
@@ -341,12 +335,6 @@ export function parseTarget(positionals: string[]): { kind: string; name: string
     );
   }
   return { kind, name };
-}
-
-function describeObject(resource: ServedResource, obj: KubeObject): string {
-  const kind = resource.group ? `${resource.kind}.${resource.group}` : resource.kind;
-  const ns = obj.metadata.namespace;
-  return `${kind} ${ns ? `${ns}/` : ""}${obj.metadata.name}`;
 }
 
 function afterwards(plan: ReturnType<typeof planClear> & object): string {

@@ -198,6 +198,7 @@ export {
   type RestConfig,
 } from "./kubeconfig.ts";
 export {
+  LEASE_TYPE,
   LeaderElector,
   type LeaderElectorOptions,
   type Lease,

@@ -27,6 +27,7 @@ import { isAlreadyExists, isConflict, isNotFound } from "./errors.ts";
 import type { CheckResult } from "./health.ts";
 import { type Logger, silentLogger } from "./log.ts";
 
+/** The kind leader election writes: coordination.k8s.io/v1 Lease. */
 export const LEASE_TYPE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
 
 /** Defaults as controller-runtime: 15 s lease, 10 s renew deadline, 2 s retry period. */

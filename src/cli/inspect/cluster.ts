@@ -7,6 +7,7 @@ import type { KubeObject } from "../../api/meta.ts";
 import {
   Client,
   groupResource,
+  LEASE_TYPE,
   loadKubeconfig,
   mapLimit,
   preferredResources,
@@ -19,8 +20,6 @@ import type { ResourceObject } from "./stuck.ts";
 export const LIST_CONCURRENCY = 4;
 /** Page size of each list. */
 export const LIST_PAGE_SIZE = 500;
-/** The Lease kind. */
-export const LEASE_TYPE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
 
 /** How to reach the server: the kubeconfig flags every inspection command takes. */
 export interface ConnectFlags {

@@ -10,6 +10,7 @@ import { formatAge } from "./duration.ts";
 import type { HotKey, HotLoop } from "./hotloop.ts";
 import type { GenerationLag } from "./lag.ts";
 import type { LeaseInfo } from "./leases.ts";
+import { objectLabel } from "./resources.ts";
 import { describeHandling, isUnhandled, type StuckObject } from "./stuck.ts";
 import type { WarningGroup } from "./warnings.ts";
 
@@ -77,17 +78,6 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-function objectName(o: {
-  kind: string;
-  apiVersion: string;
-  namespace?: string;
-  name: string;
-}): string {
-  const slash = o.apiVersion.indexOf("/");
-  const kind = slash < 0 ? o.kind : `${o.kind}.${o.apiVersion.slice(0, slash)}`;
-  return `${kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
-}
-
 function apiserverCheck(s: ServerFacts): Check {
   const live = s.livez.code === 200;
   const ready = s.readyz.code === 200;
@@ -140,7 +130,7 @@ function generationCheck(lags: GenerationLag[], t: DoctorThresholds): Check {
         : `no object behind its spec for longer than ${formatAge(t.lagMs)}`,
     lines: lags.map(
       (l) =>
-        `${objectName(l)}: generation ${l.generation}, observed ${l.observedGeneration ?? "never"}, behind for ${formatAge(l.behindForMs)}`,
+        `${objectLabel(l)}: generation ${l.generation}, observed ${l.observedGeneration ?? "never"}, behind for ${formatAge(l.behindForMs)}`,
     ),
     items: lags,
   };
@@ -160,7 +150,7 @@ function deletionCheck(deleting: StuckObject[], t: DoctorThresholds): Check {
         : `no object in deletion for longer than ${formatAge(t.stuckMs)}${tail}`,
     lines: stuck.map(
       (s) =>
-        `${objectName(s)}: deleting for ${formatAge(s.deletingForMs)}; ${s.finalizers.map(describeHandling).join("; ") || "no finalizers"}`,
+        `${objectLabel(s)}: deleting for ${formatAge(s.deletingForMs)}; ${s.finalizers.map(describeHandling).join("; ") || "no finalizers"}`,
     ),
     items: stuck,
   };
@@ -177,7 +167,7 @@ function hotLoopCheck(facts: DoctorFacts, t: DoctorThresholds): Check {
         h.creates > 0 ? `${h.creates} creates` : "",
         h.deletes > 0 ? `${h.deletes} deletes` : "",
       ].filter(Boolean);
-      return `${objectName(h)}: ${h.writes} writes in ${formatAge(sampledMs)} (${parts.join(", ")}); written by ${h.writers.join(", ") || "?"}`;
+      return `${objectLabel(h)}: ${h.writes} writes in ${formatAge(sampledMs)} (${parts.join(", ")}); written by ${h.writers.join(", ") || "?"}`;
     }),
     ...hotKeys.map(
       (k) =>

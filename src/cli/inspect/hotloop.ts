@@ -35,6 +35,7 @@ import {
 export { RECONCILE_STATS_ANNOTATION };
 
 import type { LeaseInfo } from "./leases.ts";
+import { type ObjectRef, objectRef } from "./resources.ts";
 
 /** Writes below this many (beyond what spec changes explain) never count as a hot loop. */
 export const HOT_LOOP_MIN_WRITES = 5;
@@ -55,9 +56,7 @@ export function sampledForHotLoops(r: ServedResource): boolean {
 }
 
 interface ObjectCounts {
-  resource: ServedResource;
-  namespace?: string;
-  name: string;
+  ref: ObjectRef;
   writes: number;
   creates: number;
   deletes: number;
@@ -69,12 +68,7 @@ interface ObjectCounts {
 }
 
 /** One hot object, as reported. */
-export interface HotLoop {
-  apiVersion: string;
-  kind: string;
-  resource: string;
-  namespace?: string;
-  name: string;
+export interface HotLoop extends ObjectRef {
   /** Writes seen in the window, and what they were or changed. */
   writes: number;
   creates: number;
@@ -129,9 +123,7 @@ export class WriteSampler {
     let c = this.objects.get(key);
     if (!c) {
       c = {
-        resource,
-        ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-        name: obj.metadata.name ?? "",
+        ref: objectRef(resource, obj),
         writes: 0,
         creates: 0,
         deletes: 0,
@@ -188,11 +180,7 @@ export class WriteSampler {
       const hot = (n: number) => n >= HOT_LOOP_MIN_WRITES && n / seconds >= ratePerSecond;
       if (!hot(excess) && !hot(churn)) continue;
       out.push({
-        apiVersion: c.resource.apiVersion,
-        kind: c.resource.kind,
-        resource: groupResource(c.resource),
-        ...(c.namespace ? { namespace: c.namespace } : {}),
-        name: c.name,
+        ...c.ref,
         writes: c.writes,
         creates: c.creates,
         deletes: c.deletes,

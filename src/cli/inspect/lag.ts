@@ -19,15 +19,11 @@
 import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
 import { groupResource } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
+import { type ObjectRef, objectRef } from "./resources.ts";
 import type { ResourceObject } from "./stuck.ts";
 
 /** An object behind its spec. */
-export interface GenerationLag {
-  apiVersion: string;
-  kind: string;
-  resource: string;
-  namespace?: string;
-  name: string;
+export interface GenerationLag extends ObjectRef {
   generation: number;
   /** Absent when the controller never stamped one. */
   observedGeneration?: number;
@@ -85,11 +81,7 @@ export function generationLags(
     const behindForMs = ageOf(since, now);
     if (!(behindForMs >= thresholdMs)) continue;
     out.push({
-      apiVersion: resource.apiVersion,
-      kind: resource.kind,
-      resource: groupResource(resource),
-      ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-      name: obj.metadata.name ?? "",
+      ...objectRef(resource, obj),
       generation,
       ...(observed !== undefined ? { observedGeneration: observed } : {}),
       since,

@@ -5,7 +5,7 @@
  * annotation the runtime's Manager writes.
  */
 import type { KubeObject } from "../../api/meta.ts";
-import { FINALIZERS_ANNOTATION } from "../../runtime/index.ts";
+import { FINALIZERS_ANNOTATION, type Lease } from "../../runtime/index.ts";
 import { ageOf } from "./duration.ts";
 
 /** Namespace of the per-node heartbeat Leases, which are not controller leases. */
@@ -35,10 +35,6 @@ export interface LeaseInfo {
   finalizers: string[];
 }
 
-interface LeaseLike extends KubeObject {
-  spec?: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number };
-}
-
 /** Whether a Lease is a controller's leader lease (not a node heartbeat or apiserver identity). */
 export function isControllerLease(lease: KubeObject): boolean {
   if (lease.metadata.namespace === NODE_LEASE_NAMESPACE) return false;
@@ -63,7 +59,7 @@ export function declaredFinalizers(lease: KubeObject): string[] {
  * holder's wall clock with ours: clock skew between the two shifts it.
  */
 export function leaseInfo(lease: KubeObject, now: number): LeaseInfo {
-  const spec = (lease as LeaseLike).spec ?? {};
+  const spec = (lease as Lease).spec ?? {};
   const holder = spec.holderIdentity ?? "";
   const renewTime = spec.renewTime ?? "";
   const renewedAgoMs = ageOf(renewTime, now);

@@ -1,12 +1,52 @@
 /**
- * The resolution of a resource name a person types (`widget`, `widgets`, `wd`,
- * `Widget`, `widgets.example.com`) to one of the resources the server serves
- * (the runtime's discovery), as kubectl resolves resource names.
+ * Resources and objects as the inspection commands name them: the resolution
+ * of a resource name a person types (`widget`, `widgets`, `wd`, `Widget`,
+ * `widgets.example.com`) to one of the resources the server serves (the
+ * runtime's discovery), as kubectl resolves resource names; and how an object
+ * is identified in reports (`ObjectRef`, "Widget.example.com ns/name").
  */
+import type { KubeObject } from "../../api/meta.ts";
 import { groupResource, type ServedResource } from "../../runtime/index.ts";
 import { UsageError } from "../storage.ts";
 
 export type { ServedResource } from "../../runtime/index.ts";
+
+/** An object as reports identify it. */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  /** "configmaps" or "widgets.example.com". */
+  resource: string;
+  namespace?: string;
+  name: string;
+}
+
+/** The ObjectRef of `obj`, read from `resource`. */
+export function objectRef(resource: ServedResource, obj: Pick<KubeObject, "metadata">): ObjectRef {
+  return {
+    apiVersion: resource.apiVersion,
+    kind: resource.kind,
+    resource: groupResource(resource),
+    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+    name: obj.metadata.name ?? "",
+  };
+}
+
+/** "Widget.example.com" for a kind in a group, "ConfigMap" for a core one. */
+export function kindLabel(o: { kind: string; apiVersion: string }): string {
+  const slash = o.apiVersion.indexOf("/");
+  return slash < 0 ? o.kind : `${o.kind}.${o.apiVersion.slice(0, slash)}`;
+}
+
+/** "Widget.example.com ns/name", or "Namespace name" for a cluster-scoped object. */
+export function objectLabel(o: {
+  kind: string;
+  apiVersion: string;
+  namespace?: string;
+  name: string;
+}): string {
+  return `${kindLabel(o)} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
+}
 
 /**
  * Resolves a typed resource name. `text` is a kind, plural, singular or short

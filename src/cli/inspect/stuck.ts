@@ -18,9 +18,10 @@ import {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
 } from "../../controllers/manager.ts";
-import { groupResource, type ServedResource } from "../../runtime/index.ts";
+import type { ServedResource } from "../../runtime/index.ts";
 import { ageOf, formatAge } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
+import { type ObjectRef, objectRef } from "./resources.ts";
 
 /** Kubernetes' built-in finalizers and the loop that removes each. */
 export const BUILTIN_FINALIZERS: Readonly<Record<string, string>> = {
@@ -62,13 +63,7 @@ export interface FinalizerHandling {
 }
 
 /** An object in deletion that is still there. */
-export interface StuckObject {
-  apiVersion: string;
-  kind: string;
-  /** "configmaps" or "widgets.example.com". */
-  resource: string;
-  namespace?: string;
-  name: string;
+export interface StuckObject extends ObjectRef {
   uid: string;
   deletionTimestamp: string;
   /** Milliseconds since deletionTimestamp. */
@@ -183,11 +178,7 @@ export function stuckObjects(
     const deletingForMs = ageOf(ts, now);
     if (!(deletingForMs >= olderThanMs)) continue;
     const s: StuckObject = {
-      apiVersion: resource.apiVersion,
-      kind: resource.kind,
-      resource: groupResource(resource),
-      ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-      name: obj.metadata.name ?? "",
+      ...objectRef(resource, obj),
       uid,
       deletionTimestamp: ts,
       deletingForMs,
