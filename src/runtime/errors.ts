@@ -4,7 +4,7 @@
  * the HTTP code when the body is not a Status), so callers branch on the reason
  * with the predicates below instead of parsing messages.
  */
-import { type Status, StatusError, type StatusReason } from "../api/status.ts";
+import { failure, type Status, StatusError, type StatusReason } from "../api/status.ts";
 
 /** A non-2xx answer from the API server. `status` is the Status the server sent (or an equivalent). */
 export class ApiError extends StatusError {
@@ -47,17 +47,8 @@ export function synthesizeStatus(code: number, body: string, retryAfterSeconds?:
   const message = text
     ? `the server responded with HTTP ${code}: ${text}`
     : `the server responded with HTTP ${code} and no body`;
-  const status: Status = {
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason,
-    code,
-  };
-  if (retryAfterSeconds !== undefined) status.details = { retryAfterSeconds };
-  return status;
+  const details = retryAfterSeconds !== undefined ? { retryAfterSeconds } : undefined;
+  return failure(code, reason, message, details).status;
 }
 
 function statusOf(e: unknown): Status | undefined {
