@@ -650,6 +650,74 @@ describe("CEL rules", () => {
   });
 });
 
+describe("CEL rules reading only some fields", () => {
+  const schema: Schema = {
+    type: "object",
+    properties: {
+      spec: {
+        type: "object",
+        "x-kubernetes-validations": [
+          { rule: "self.min <= self.max", messageExpression: "'min ' + string(self.min)" },
+          { rule: "!has(self.name) || self.name.startsWith('x')" },
+          { rule: "!self.?mode.hasValue() || self.mode != 'off'" },
+          { rule: "self.max >= oldSelf.max", message: "max may not drop" },
+        ],
+        properties: {
+          min: { type: "integer" },
+          max: { type: "integer" },
+          name: { type: "string", maxLength: 10 },
+          mode: { type: "string", maxLength: 5 },
+          "dash-ed": { type: "integer" },
+          big: { type: "array", maxItems: 20, items: { type: "integer" } },
+        },
+      },
+      whole: {
+        type: "object",
+        properties: { a: { type: "integer" } },
+        "x-kubernetes-validations": [{ rule: "size(self) < 3 && self.a >= 0" }],
+      },
+    },
+  };
+  const compiled = compileSchemaRules(schema);
+  const spec = compiled.root!.properties!.get("spec")!;
+  const whole = compiled.root!.properties!.get("whole")!;
+
+  it("know which fields of self and oldSelf the rules read", () => {
+    expect(compiled.issues).toEqual([]);
+    expect([...(spec.selfFields ?? [])].sort()).toEqual(["max", "min", "mode", "name"]);
+    expect([...(spec.oldSelfFields ?? [])]).toEqual(["max"]);
+    // size(self) reads self as a whole.
+    expect(whole.selfFields).toBeUndefined();
+  });
+
+  it("give the causes converting everything would (property)", () => {
+    const full = compileSchemaRules(schema).root!;
+    for (const n of [full.properties!.get("spec")!, full.properties!.get("whole")!]) {
+      delete n.selfFields;
+      delete n.oldSelfFields;
+    }
+    const opt = (a: fc.Arbitrary<unknown>) => fc.option(a, { nil: undefined });
+    const specArb = fc.record({
+      min: opt(fc.integer({ min: -3, max: 3 })),
+      max: opt(fc.integer({ min: -3, max: 3 })),
+      name: opt(fc.constantFrom("xa", "yb", "")),
+      mode: opt(fc.constantFrom("on", "off")),
+      "dash-ed": opt(fc.integer()),
+      big: opt(fc.array(fc.integer(), { maxLength: 5 })),
+    });
+    const objArb = fc.record({
+      spec: specArb,
+      whole: opt(fc.dictionary(fc.constantFrom("a", "b", "c"), fc.integer({ min: -1, max: 1 }))),
+    });
+    fc.assert(
+      fc.property(objArb, fc.option(objArb, { nil: undefined }), (obj, old) => {
+        expect(validateRules(obj, old, compiled.root)).toEqual(validateRules(obj, old, full));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe("crdToDefinition", () => {
   it("serves the CRD's names, versions, subresources, columns and strategy", () => {
     const obj = crd();

@@ -212,21 +212,74 @@ export function toCel(v: unknown, s: Schema | undefined, depth = 0): unknown {
   }
   if (typeof v !== "object") return v;
   if (Array.isArray(v)) return v.map((x) => toCel(x, s?.items, depth + 1));
-  const obj = v as Record<string, unknown>;
+  return celObject(v as Record<string, unknown>, s, depth, undefined);
+}
+
+/**
+ * The CEL map of an object; with `only`, just the fields of those (CEL) names, for
+ * rules that read nothing else of it.
+ */
+function celObject(
+  obj: Record<string, unknown>,
+  s: Schema | undefined,
+  depth: number,
+  only: ReadonlySet<string> | undefined,
+): Record<string, unknown> {
   const out = plainObject();
   const extra = isObject(s?.additionalProperties) ? (s?.additionalProperties as Schema) : undefined;
-  for (const [k, x] of Object.entries(obj)) {
+  for (const k of Object.keys(obj)) {
     const prop = declaredProperty(s, k);
+    let name: string | undefined;
+    let schema: Schema | undefined;
     if (prop) {
-      const name = escapeCelName(k);
-      if (name !== undefined) out[name] = toCel(x, prop, depth + 1);
+      name = escapeCelName(k);
+      schema = prop;
     } else if (extra) {
-      out[k] = toCel(x, extra, depth + 1);
+      name = k;
+      schema = extra;
     } else if (!s?.properties || s["x-kubernetes-preserve-unknown-fields"]) {
-      out[k] = toCel(x, undefined, depth + 1);
+      name = k;
     }
+    if (name === undefined || (only !== undefined && !only.has(name))) continue;
+    out[name] = toCel(obj[k], schema, depth + 1);
   }
   return out;
+}
+
+/** `v` as a rule sees it, converting only the fields `only` names when it is an object. */
+function celView(v: unknown, s: Schema, only: ReadonlySet<string> | undefined): unknown {
+  if (only === undefined || !isObject(v)) return toCel(v, s);
+  return celObject(v, s, 0, only);
+}
+
+/**
+ * The fields of variable `name` that expressions read (`name.f`, `name.?f`,
+ * `has(name.f)`), or undefined when one uses the variable in any other way (as a
+ * whole, or binds the name itself).
+ */
+function fieldsRead(asts: unknown[], name: string): Set<string> | undefined {
+  const into = new Set<string>();
+  const visit = (v: unknown, parent: AstNode | undefined): boolean => {
+    if (Array.isArray(v)) {
+      for (const x of v) if (!visit(x, parent)) return false;
+      return true;
+    }
+    if (!isAst(v)) return true;
+    if (v.op === "id") {
+      if (v.args !== name) return true;
+      const pa = parent?.args;
+      if ((parent?.op === "." || parent?.op === ".?") && Array.isArray(pa) && pa[0] === v) {
+        into.add(String(pa[1]));
+        return true;
+      }
+      return false;
+    }
+    if (v.op === "value") return true;
+    const args = v.args;
+    return typeof args === "object" && args !== null ? visit(args, v) : true;
+  };
+  for (const ast of asts) if (!visit(ast, undefined)) return undefined;
+  return into;
 }
 
 // ---------------------------------------------------------------------------
@@ -249,6 +302,10 @@ export interface CompiledRule {
 export interface CelNode {
   schema: Schema;
   rules: CompiledRule[];
+  /** The fields of self the rules read, when that is all they read of it. */
+  selfFields?: ReadonlySet<string>;
+  /** The same for oldSelf. */
+  oldSelfFields?: ReadonlySet<string>;
   properties?: Map<string, CelNode>;
   additionalProperties?: CelNode;
   items?: CelNode;
@@ -647,6 +704,15 @@ function compileNode(
     state.expensive.length = Math.min(state.expensive.length, 4);
     node.rules.push(compiled);
   });
+  if (node.rules.length > 0) {
+    const asts = node.rules.flatMap((r) =>
+      r.messageProgram ? [r.program.ast, r.messageProgram.ast] : [r.program.ast],
+    );
+    const selfFields = fieldsRead(asts, "self");
+    const oldSelfFields = fieldsRead(asts, "oldSelf");
+    if (selfFields) node.selfFields = selfFields;
+    if (oldSelfFields) node.oldSelfFields = oldSelfFields;
+  }
   let any = node.rules.length > 0;
   if (s.properties) {
     const correlatable = uncorrelatable;
@@ -952,9 +1018,11 @@ function runRules(
   let self: unknown;
   let oldSelf: unknown;
   try {
-    self = toCel(isRoot ? rootView(value, s) : value, s);
+    self = celView(isRoot ? rootView(value, s) : value, s, node.selfFields);
     oldSelf =
-      old === undefined || old === null ? undefined : toCel(isRoot ? rootView(old, s) : old, s);
+      old === undefined || old === null
+        ? undefined
+        : celView(isRoot ? rootView(old, s) : old, s, node.oldSelfFields);
   } catch (err) {
     state.causes.push(fieldErrors.invalid(path, s.type ?? "", String((err as Error).message)));
     return;
