@@ -286,7 +286,7 @@ async function clear(argv: string[]): Promise<number> {
       throw e;
     }
 
-    const who = describeIdentity(whoAmI(values.kubeconfig, values.context));
+    const who = describeIdentity(whoAmI(conn.config));
     await recordCleared(conn, obj, label, clearedMessage(plan, handling, who));
     const gone = await conn.client
       .get<KubeObject>(type, target.name, namespace)

@@ -38,6 +38,11 @@ export interface RestConfig {
   timeoutMs?: number;
   /** The namespace the context selects (or the service account's), if any. */
   namespace?: string;
+  /**
+   * The name of the kubeconfig user entry the context selects (not sent; for
+   * tools that record who acted). Unset in a pod and when the context names none.
+   */
+  user?: string;
 }
 
 /** Where a pod's service account credentials are mounted. */
@@ -203,6 +208,7 @@ function fromFiles(files: string[], context: string | undefined, mustExist: bool
         `context "${ctxName}" names user "${userName}", which is not defined`,
       );
     applyUser(config, user, userName);
+    config.user = userName;
   }
   return config;
 }

@@ -22,7 +22,7 @@ import {
   reconcileHotKeys,
   WriteSampler,
 } from "../../src/cli/inspect/hotloop.ts";
-import { describeIdentity, kubeconfigUser } from "../../src/cli/inspect/identity.ts";
+import { describeIdentity, whoAmI } from "../../src/cli/inspect/identity.ts";
 import { generationLags, lastSpecWrite } from "../../src/cli/inspect/lag.ts";
 import { controllerLeases, leaseInfo } from "../../src/cli/inspect/leases.ts";
 import { resolveResource, type ServedResource } from "../../src/cli/inspect/resources.ts";
@@ -35,7 +35,11 @@ import {
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
 import { UsageError } from "../../src/cli/storage.ts";
-import { FINALIZERS_ANNOTATION, TERMINAL_ERROR_ACTION } from "../../src/runtime/index.ts";
+import {
+  FINALIZERS_ANNOTATION,
+  loadKubeconfig,
+  TERMINAL_ERROR_ACTION,
+} from "../../src/runtime/index.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();
@@ -347,6 +351,11 @@ describe("identity", () => {
       writeFileSync(
         file,
         JSON.stringify({
+          clusters: [{ name: "c", cluster: { server: "https://c.example:6443" } }],
+          users: [
+            { name: "admin", user: { token: "a" } },
+            { name: "ops", user: { token: "o" } },
+          ],
           contexts: [
             { name: "a", context: { cluster: "c", user: "admin" } },
             { name: "b", context: { cluster: "c", user: "ops" } },
@@ -354,11 +363,18 @@ describe("identity", () => {
           "current-context": "a",
         }),
       );
-      expect(kubeconfigUser(file, undefined, {})).toBe("admin");
-      expect(kubeconfigUser(file, "b", {})).toBe("ops");
-      expect(kubeconfigUser(undefined, undefined, { KUBECONFIG: `/nonexistent:${file}` })).toBe(
-        "admin",
+      const env = { USER: "alice" };
+      expect(whoAmI(loadKubeconfig({ path: file, env }), env)).toEqual({
+        kubeconfigUser: "admin",
+        localUser: "alice",
+      });
+      expect(whoAmI(loadKubeconfig({ path: file, context: "b", env }), env).kubeconfigUser).toBe(
+        "ops",
       );
+      const fromList = loadKubeconfig({ env: { KUBECONFIG: `/nonexistent:${file}` } });
+      expect(whoAmI(fromList, env).kubeconfigUser).toBe("admin");
+      // In a pod there is no kubeconfig user.
+      expect(whoAmI({}, env).kubeconfigUser).toBe("");
       expect(describeIdentity({ kubeconfigUser: "admin", localUser: "alice" })).toBe(
         "kubeconfig user admin, local user alice",
       );

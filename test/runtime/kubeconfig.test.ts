@@ -113,10 +113,12 @@ describe("loadKubeconfig", () => {
     // current-context comes from the second file (the first sets none): b → other/u2.
     expect(c.server).toBe("https://other:3");
     expect(c.token).toBe("two");
+    expect(c.user).toBe("u2");
     // Context "a" is defined by the first file, which wins, with the first file's cluster and user.
     const a = loadKubeconfig({ env, context: "a" });
     expect(a.server).toBe("https://first:1");
     expect(a.token).toBe("one");
+    expect(a.user).toBe("u1");
   });
 
   it("falls back to the service account in a pod, and to ~/.kube/config otherwise", () => {

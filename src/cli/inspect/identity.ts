@@ -1,13 +1,11 @@
 /**
  * Who is running a command, for the record it leaves (an Event naming who
- * cleared a finalizer): the kubeconfig user of the context in use, and the local
- * login ($USER). Neither is authenticated by the server; both are what a person
+ * cleared a finalizer): the kubeconfig user of the context in use (as the
+ * runtime's loadKubeconfig resolved it), and the local login ($USER). Neither is authenticated by the server; both are what a person
  * reading the Event later needs to find whom to ask.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { homedir, userInfo } from "node:os";
-import { delimiter, join } from "node:path";
-import { parse as parseYaml } from "yaml";
+import { userInfo } from "node:os";
+import type { RestConfig } from "../../runtime/index.ts";
 
 export interface Identity {
   /** The context's user name in the kubeconfig ("" when unknown, e.g. in a pod). */
@@ -16,52 +14,9 @@ export interface Identity {
   localUser: string;
 }
 
-/** The kubeconfig files searched, in kubectl's order. */
-function kubeconfigFiles(path: string | undefined, env: NodeJS.ProcessEnv): string[] {
-  if (path) return [path];
-  const list = (env.KUBECONFIG ?? "").split(delimiter).filter(Boolean);
-  if (list.length > 0) return list;
-  return [join(env.HOME ?? homedir(), ".kube", "config")];
-}
-
-function record(v: unknown): Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v)
-    ? (v as Record<string, unknown>)
-    : {};
-}
-
-/** The user name the current (or given) context names, from the first file that defines it. */
-export function kubeconfigUser(
-  path: string | undefined,
-  context: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): string {
-  const docs: Record<string, unknown>[] = [];
-  for (const f of kubeconfigFiles(path, env)) {
-    if (!existsSync(f)) continue;
-    try {
-      docs.push(record(parseYaml(readFileSync(f, "utf8"))));
-    } catch {
-      // unreadable: loadKubeconfig reports it
-    }
-  }
-  const ctxName =
-    context ?? docs.map((d) => d["current-context"]).find((c) => typeof c === "string");
-  for (const d of docs) {
-    const contexts = Array.isArray(d.contexts) ? d.contexts : [];
-    const ctx = contexts.map(record).find((c) => c.name === ctxName);
-    if (ctx) {
-      const user = record(ctx.context).user;
-      return typeof user === "string" ? user : "";
-    }
-  }
-  return "";
-}
-
 /** The identity of the person (or script) running the command. */
 export function whoAmI(
-  path: string | undefined,
-  context: string | undefined,
+  config: Pick<RestConfig, "user">,
   env: NodeJS.ProcessEnv = process.env,
 ): Identity {
   let localUser = env.USER ?? env.LOGNAME ?? "";
@@ -72,7 +27,7 @@ export function whoAmI(
       localUser = "";
     }
   }
-  return { kubeconfigUser: kubeconfigUser(path, context, env), localUser };
+  return { kubeconfigUser: config.user ?? "", localUser };
 }
 
 /** "kubeconfig user admin, local user alice" (the parts known). */
