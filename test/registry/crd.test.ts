@@ -13,6 +13,7 @@ import {
 import { checkNames } from "../../src/registry/crd/names.ts";
 import {
   applyDefaults,
+  applyDefaultsWith,
   compileSchema,
   defaultsSkeleton,
   fillReadDefaults,
@@ -492,6 +493,39 @@ describe("defaults on read", () => {
           const read = { spec: deepClone(fields) };
           fillReadDefaults(read, skeleton);
           expect(read).toEqual(full);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("walking the skeleton, default what walking the schema does, nulls included (property)", () => {
+    const skeleton = defaultsSkeleton(webAppSchema)!;
+    const scalar = fc.oneof(fc.integer(), fc.string(), fc.constant(null));
+    fc.assert(
+      fc.property(
+        fc.record(
+          {
+            image: scalar,
+            replicas: scalar,
+            maxReplicas: scalar,
+            template: fc.oneof(
+              fc.constant(null),
+              fc.record({ tier: scalar, other: scalar }, { requiredKeys: [] }),
+            ),
+            labels: fc.dictionary(
+              fc.string({ minLength: 1 }),
+              fc.oneof(fc.string(), fc.constant(null)),
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+        (fields) => {
+          const full = { spec: deepClone(fields) };
+          applyDefaults(full, webAppSchema);
+          const fast = { spec: deepClone(fields) };
+          applyDefaultsWith(fast, webAppSchema, skeleton);
+          expect(fast).toEqual(full);
         },
       ),
       { numRuns: 200 },

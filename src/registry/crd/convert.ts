@@ -14,7 +14,7 @@ import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../ty
 import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
 import { isObject } from "./paths.ts";
 import {
-  applyDefaults,
+  applyDefaultsWith,
   type CompiledSchema,
   checkObjectLimits,
   compileSchema,
@@ -31,6 +31,8 @@ const OPEN_SCHEMA: Schema = { type: "object", "x-kubernetes-preserve-unknown-fie
 /** What the strategy of one served version validates with. */
 interface VersionRuntime {
   structural: Schema;
+  /** The parts of the schema defaulting reads (undefined: no defaults). */
+  skeleton?: Schema | undefined;
   compiled: CompiledSchema;
   rules?: CelNode;
 }
@@ -153,6 +155,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
   const skeletons = new Map<string, Schema>();
   for (const [apiVersion, rt] of runtimes) {
     const skeleton = defaultsSkeleton(rt.structural);
+    rt.skeleton = skeleton;
     if (skeleton) skeletons.set(apiVersion, skeleton);
   }
   const onRead = readHook(skeletons, `${group}/${storage}`);
@@ -186,7 +189,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
       ...(onRead ? { onRead } : {}),
       default(obj: KubeObject): void {
         const rt = runtimeOf(obj);
-        if (rt) applyDefaults(obj, rt.structural);
+        if (rt) applyDefaultsWith(obj, rt.structural, rt.skeleton);
       },
       validate(obj: KubeObject, old: KubeObject | undefined): StatusCause[] {
         const rt = runtimeOf(obj);

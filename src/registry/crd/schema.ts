@@ -476,6 +476,19 @@ export function applyDefaults(obj: unknown, schema: Schema): void {
 }
 
 /**
+ * applyDefaults with the schema's defaultsSkeleton (undefined: the schema has no
+ * defaults) for the filling, which then walks only the branches with defaults.
+ */
+export function applyDefaultsWith(
+  obj: unknown,
+  schema: Schema,
+  skeleton: Schema | undefined,
+): void {
+  dropNulls(obj, schema, 0);
+  if (skeleton) fillDefaults(obj, skeleton, 0);
+}
+
+/**
  * The part of a structural schema that defaulting reads: only the nodes on a path
  * to a `default` (with their `nullable`), or undefined when the schema has no
  * defaults. Defaulting with it gives the same result as with the whole schema and
