@@ -39,7 +39,10 @@ import { kindLabel, objectLabel, objectRef, resolveResource } from "./inspect/re
 import {
   attributeFinalizer,
   describeHandling,
+  describePlace,
+  pendingFinalizers,
   type StuckObject,
+  specFinalizers,
   stuckObjects,
 } from "./inspect/stuck.ts";
 import { note, parseOutputFormat, print, renderJson, renderTable } from "./output.ts";
@@ -227,8 +230,8 @@ async function clear(argv: string[]): Promise<number> {
       }\n`,
     );
     print(`Finalizers:  ${[...(obj.metadata.finalizers ?? [])].join(", ") || "(none)"}\n`);
-    if (plan.place === "spec" || (obj.kind === "Namespace" && hasSpecFinalizers(obj))) {
-      const spec = (obj.spec as { finalizers?: string[] }).finalizers ?? [];
+    const spec = specFinalizers(obj);
+    if (plan.place === "spec" || spec.length > 0) {
       print(`spec.finalizers: ${spec.join(", ") || "(none)"}\n`);
     }
     print(`Removing:    ${describeHandling(handling)}\n`);
@@ -297,23 +300,13 @@ async function clear(argv: string[]): Promise<number> {
       });
     if (!gone) print(`Removed ${finalizer}; ${label} is gone.\n`);
     else {
-      const left = [...(gone.metadata.finalizers ?? []), ...specList(gone)];
+      const left = pendingFinalizers(gone).map(describePlace);
       print(`Removed ${finalizer}; ${label} still has: ${left.join(", ") || "(none)"}.\n`);
     }
     return 0;
   } finally {
     conn.close();
   }
-}
-
-function specList(obj: KubeObject): string[] {
-  if (obj.kind !== "Namespace") return [];
-  const f = (obj.spec as { finalizers?: unknown } | undefined)?.finalizers;
-  return Array.isArray(f) ? f.map((x) => `${String(x)} [spec.finalizers]`) : [];
-}
-
-function hasSpecFinalizers(obj: KubeObject): boolean {
-  return specList(obj).length > 0;
 }
 
 /** KIND/NAME, or KIND NAME. */

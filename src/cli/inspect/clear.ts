@@ -5,7 +5,7 @@
 import type { KubeObject } from "../../api/meta.ts";
 import type { JsonPatchOperation } from "../../api/patch/json.ts";
 import { newEvent } from "../../runtime/index.ts";
-import type { FinalizerHandling, FinalizerPlace } from "./stuck.ts";
+import { type FinalizerHandling, type FinalizerPlace, specFinalizers } from "./stuck.ts";
 
 /** What removing one finalizer from an object will do. */
 export interface ClearPlan {
@@ -48,13 +48,6 @@ export function planClear(obj: KubeObject, finalizer: string): ClearPlan | undef
     beingDeleted,
     deletesObject: beingDeleted && remaining.length === 0,
   };
-}
-
-/** A Namespace's spec.finalizers (empty for other kinds). */
-export function specFinalizers(obj: KubeObject): string[] {
-  if (obj.kind !== "Namespace") return [];
-  const f = (obj.spec as { finalizers?: unknown } | undefined)?.finalizers;
-  return Array.isArray(f) ? f.map(String) : [];
 }
 
 /**

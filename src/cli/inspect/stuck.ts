@@ -71,18 +71,24 @@ export interface StuckObject extends ObjectRef {
   finalizers: FinalizerHandling[];
 }
 
+/** A Namespace's spec.finalizers (empty for other kinds). */
+export function specFinalizers(obj: KubeObject): string[] {
+  if (obj.kind !== "Namespace" || (obj.apiVersion ?? "v1") !== "v1") return [];
+  const f = (obj.spec as { finalizers?: unknown } | undefined)?.finalizers;
+  return Array.isArray(f) ? f.map(String) : [];
+}
+
+/** "f", or "f [spec.finalizers]" for one in a Namespace's spec. */
+export function describePlace(p: { finalizer: string; place: FinalizerPlace }): string {
+  return p.place === "spec" ? `${p.finalizer} [spec.finalizers]` : p.finalizer;
+}
+
 /** The finalizers still keeping `obj` (metadata, then a Namespace's spec). */
 export function pendingFinalizers(obj: KubeObject): { finalizer: string; place: FinalizerPlace }[] {
-  const out: { finalizer: string; place: FinalizerPlace }[] = (obj.metadata.finalizers ?? []).map(
-    (f) => ({ finalizer: f, place: "metadata" }),
-  );
-  if (obj.kind === "Namespace" && (obj.apiVersion ?? "v1") === "v1") {
-    const spec = obj.spec as { finalizers?: unknown } | undefined;
-    if (Array.isArray(spec?.finalizers)) {
-      for (const f of spec.finalizers) out.push({ finalizer: String(f), place: "spec" });
-    }
-  }
-  return out;
+  return [
+    ...(obj.metadata.finalizers ?? []).map((f) => ({ finalizer: f, place: "metadata" as const })),
+    ...specFinalizers(obj).map((f) => ({ finalizer: f, place: "spec" as const })),
+  ];
 }
 
 /** Who handles `finalizer`, given the controller leases. */
@@ -126,7 +132,7 @@ export function attributeFinalizer(
 
 /** `finalizer (handled by …)`, `finalizer (ABANDONED: …)` or `finalizer (built-in: …)`. */
 export function describeHandling(h: FinalizerHandling): string {
-  const name = h.place === "spec" ? `${h.finalizer} [spec.finalizers]` : h.finalizer;
+  const name = describePlace(h);
   const by = h.handlers
     .map(
       (x) => `handled by ${x.lease}, leader ${x.holder}, renewed ${formatAge(x.renewedAgoMs)} ago`,
