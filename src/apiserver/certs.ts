@@ -2,87 +2,144 @@
  * The apiserver's TLS material: a self-signed CA and a serving certificate it
  * signs, generated on first start and kept in the data dir, so kubectl (which only
  * sends bearer tokens over https) can verify the server with the CA alone.
+ *
+ * Keys are ECDSA P-256 (generated in about a millisecond, so a first start stays
+ * fast); certificates are built with @peculiar/x509 on Node's WebCrypto.
  */
-import { generateKeyPair, randomBytes } from "node:crypto";
+import { randomBytes, webcrypto } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import forge from "node-forge";
 
 export interface TlsMaterial {
   /** PEM of the CA certificate clients trust. */
   caCert: string;
   /** PEM of the serving certificate. */
   cert: string;
-  /** PEM of the serving key. */
+  /** PEM of the serving key (PKCS#8). */
   key: string;
+}
+
+/** A certificate and its private key, both PEM. */
+export interface KeyAndCert {
+  cert: string;
+  key: string;
+}
+
+export interface IssueOptions {
+  commonName: string;
+  /** Signed by this certificate authority; self-signed when absent. */
+  issuer?: KeyAndCert;
+  /** A certificate authority (may sign others). */
+  ca?: boolean;
+  serverAuth?: boolean;
+  clientAuth?: boolean;
+  /** DNS names and IP addresses the certificate is valid for. */
+  hosts?: string[];
+  /** Default CERT_VALIDITY_DAYS. */
+  validityDays?: number;
 }
 
 /** How long generated certificates are valid. */
 export const CERT_VALIDITY_DAYS = 3650;
-/** RSA modulus length of generated keys. */
-export const KEY_BITS = 2048;
 
-const generateKeyPairAsync = promisify(generateKeyPair);
+const ALGORITHM = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 
-async function rsaKeyPair(): Promise<{ publicKey: string; privateKey: string }> {
-  return generateKeyPairAsync("rsa", {
-    modulusLength: KEY_BITS,
-    publicKeyEncoding: { type: "spki", format: "pem" },
-    privateKeyEncoding: { type: "pkcs1", format: "pem" },
-  });
+type X509 = typeof import("@peculiar/x509");
+let loaded: Promise<X509> | undefined;
+
+/** Loads the certificate library on first use (most starts reuse saved material). */
+function x509(): Promise<X509> {
+  loaded ??= (async () => {
+    await import("reflect-metadata"); // the library's dependency injection needs it
+    const lib = await import("@peculiar/x509");
+    lib.cryptoProvider.set(webcrypto as unknown as Parameters<X509["cryptoProvider"]["set"]>[0]);
+    return lib;
+  })();
+  return loaded;
 }
 
-function newCertificate(publicKeyPem: string, commonName: string): forge.pki.Certificate {
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem);
-  // Positive serial: first hex digit below 8.
-  cert.serialNumber = `0${randomBytes(15).toString("hex")}`;
-  const now = new Date();
-  cert.validity.notBefore = new Date(now.getTime() - 60_000);
-  cert.validity.notAfter = new Date(now.getTime() + CERT_VALIDITY_DAYS * 86_400_000);
-  cert.setSubject([{ name: "commonName", value: commonName }]);
-  return cert;
+function pem(label: string, der: ArrayBuffer): string {
+  const b64 = Buffer.from(der).toString("base64");
+  return `-----BEGIN ${label}-----\n${b64.replace(/.{1,64}/g, "$&\n")}-----END ${label}-----\n`;
+}
+
+function derOf(pemText: string): Buffer {
+  return Buffer.from(pemText.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""), "base64");
+}
+
+/** Issues a certificate with a fresh ECDSA P-256 key. */
+export async function issueCertificate(opts: IssueOptions): Promise<KeyAndCert> {
+  const lib = await x509();
+  const subtle = webcrypto.subtle;
+  const keys = (await subtle.generateKey(ALGORITHM, true, [
+    "sign",
+    "verify",
+  ])) as webcrypto.CryptoKeyPair;
+
+  let usages = lib.KeyUsageFlags.digitalSignature;
+  if (opts.ca) usages |= lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign;
+  const extensions: InstanceType<X509["Extension"]>[] = [
+    new lib.BasicConstraintsExtension(Boolean(opts.ca), undefined, true),
+    new lib.KeyUsagesExtension(usages, true),
+    await lib.SubjectKeyIdentifierExtension.create(keys.publicKey),
+  ];
+  const purposes: string[] = [];
+  if (opts.serverAuth) purposes.push(lib.ExtendedKeyUsage.serverAuth);
+  if (opts.clientAuth) purposes.push(lib.ExtendedKeyUsage.clientAuth);
+  if (purposes.length) extensions.push(new lib.ExtendedKeyUsageExtension(purposes));
+  if (opts.hosts?.length) {
+    const names = [...new Set(opts.hosts)].map((h) => ({
+      type: isIP(h) ? ("ip" as const) : ("dns" as const),
+      value: h,
+    }));
+    extensions.push(new lib.SubjectAlternativeNameExtension(names));
+  }
+
+  let issuerName = `CN=${opts.commonName}`;
+  let signingKey = keys.privateKey;
+  if (opts.issuer) {
+    const issuerCert = new lib.X509Certificate(opts.issuer.cert);
+    issuerName = issuerCert.subject;
+    signingKey = await subtle.importKey("pkcs8", derOf(opts.issuer.key), ALGORITHM, false, [
+      "sign",
+    ]);
+    extensions.push(await lib.AuthorityKeyIdentifierExtension.create(issuerCert.publicKey));
+  }
+
+  const now = Date.now();
+  const cert = await lib.X509CertificateGenerator.create({
+    // Positive serial: first hex digit below 8.
+    serialNumber: `0${randomBytes(15).toString("hex")}`,
+    subject: `CN=${opts.commonName}`,
+    issuer: issuerName,
+    notBefore: new Date(now - 60_000),
+    notAfter: new Date(now + (opts.validityDays ?? CERT_VALIDITY_DAYS) * 86_400_000),
+    publicKey: keys.publicKey,
+    signingKey,
+    signingAlgorithm: ALGORITHM,
+    extensions,
+  });
+  return {
+    cert: cert.toString("pem").replace(/\r\n/g, "\n").trimEnd().concat("\n"),
+    key: pem("PRIVATE KEY", await subtle.exportKey("pkcs8", keys.privateKey)),
+  };
 }
 
 /**
  * Generates a CA and a serving certificate for `hosts` (DNS names and IP
- * addresses; localhost and 127.0.0.1 are always included).
+ * addresses; localhost, 127.0.0.1 and ::1 are always included).
  */
 export async function generateTlsMaterial(hosts: string[] = []): Promise<TlsMaterial> {
-  // Both keys at once: key generation runs on the thread pool.
-  const [caKeys, serverKeys] = await Promise.all([rsaKeyPair(), rsaKeyPair()]);
-  const caKey = forge.pki.privateKeyFromPem(caKeys.privateKey);
-
-  const ca = newCertificate(caKeys.publicKey, "setpoint-ca");
-  ca.setIssuer(ca.subject.attributes);
-  ca.setExtensions([
-    { name: "basicConstraints", cA: true, critical: true },
-    { name: "keyUsage", keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
-    { name: "subjectKeyIdentifier" },
-  ]);
-  ca.sign(caKey, forge.md.sha256.create());
-
-  const names = [...new Set(["localhost", "127.0.0.1", "::1", ...hosts])];
-  const altNames = names.map((n) => (isIP(n) ? { type: 7, ip: n } : { type: 2, value: n }));
-  const server = newCertificate(serverKeys.publicKey, "setpoint-apiserver");
-  server.setIssuer(ca.subject.attributes);
-  server.setExtensions([
-    { name: "basicConstraints", cA: false },
-    { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: "extKeyUsage", serverAuth: true },
-    { name: "subjectAltName", altNames },
-    { name: "authorityKeyIdentifier", keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
-  ]);
-  server.sign(caKey, forge.md.sha256.create());
-
-  return {
-    caCert: forge.pki.certificateToPem(ca),
-    cert: forge.pki.certificateToPem(server),
-    key: serverKeys.privateKey,
-  };
+  const ca = await issueCertificate({ commonName: "setpoint-ca", ca: true });
+  const server = await issueCertificate({
+    commonName: "setpoint-apiserver",
+    issuer: ca,
+    serverAuth: true,
+    hosts: ["localhost", "127.0.0.1", "::1", ...hosts],
+  });
+  return { caCert: ca.cert, cert: server.cert, key: server.key };
 }
 
 const FILES = { caCert: "ca.crt", cert: "apiserver.crt", key: "apiserver.key" } as const;

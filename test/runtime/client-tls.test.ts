@@ -4,78 +4,31 @@
  * that requires and reports the client certificate, and switches the token it
  * accepts, stands in for a cluster's apiserver here.
  */
-import { generateKeyPair, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import { promisify } from "node:util";
-import forge from "node-forge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { issueCertificate, type KeyAndCert } from "../../src/apiserver/certs.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { ApiError, isUnauthorized } from "../../src/runtime/errors.ts";
 import { kubeconfigYaml } from "../../src/runtime/kubeconfig.ts";
 
-const genKeys = promisify(generateKeyPair);
-
-interface Issued {
-  cert: string;
-  key: string;
-}
-
-async function keys(): Promise<{ publicKey: string; privateKey: string }> {
-  return genKeys("rsa", {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: "spki", format: "pem" },
-    privateKeyEncoding: { type: "pkcs8", format: "pem" },
-  });
-}
-
-function certificate(
-  publicKey: string,
-  cn: string,
-  issuer: forge.pki.Certificate | undefined,
-  signer: forge.pki.rsa.PrivateKey,
-  ext: object[],
-): forge.pki.Certificate {
-  const c = forge.pki.createCertificate();
-  c.publicKey = forge.pki.publicKeyFromPem(publicKey);
-  c.serialNumber = `0${randomBytes(8).toString("hex")}`;
-  c.validity.notBefore = new Date(Date.now() - 60_000);
-  c.validity.notAfter = new Date(Date.now() + 86_400_000);
-  c.setSubject([{ name: "commonName", value: cn }]);
-  c.setIssuer((issuer ?? c).subject.attributes);
-  c.setExtensions(ext);
-  c.sign(signer, forge.md.sha256.create());
-  return c;
-}
-
-async function pki(): Promise<{ ca: string; server: Issued; client: Issued; otherCa: string }> {
-  const [caK, srvK, cliK, otherK] = await Promise.all([keys(), keys(), keys(), keys()]);
-  const caKey = forge.pki.privateKeyFromPem(caK.privateKey);
-  const ca = certificate(caK.publicKey, "test-ca", undefined, caKey, [
-    { name: "basicConstraints", cA: true, critical: true },
-    { name: "keyUsage", keyCertSign: true, digitalSignature: true, critical: true },
+async function pki(): Promise<{
+  ca: string;
+  server: KeyAndCert;
+  client: KeyAndCert;
+  otherCa: string;
+}> {
+  const ca = await issueCertificate({ commonName: "test-ca", ca: true });
+  const [server, client, other] = await Promise.all([
+    issueCertificate({ commonName: "server", issuer: ca, serverAuth: true, hosts: ["127.0.0.1"] }),
+    issueCertificate({ commonName: "runtime-user", issuer: ca, clientAuth: true }),
+    issueCertificate({ commonName: "other-ca", ca: true }),
   ]);
-  const server = certificate(srvK.publicKey, "server", ca, caKey, [
-    { name: "extKeyUsage", serverAuth: true },
-    { name: "subjectAltName", altNames: [{ type: 7, ip: "127.0.0.1" }] },
-  ]);
-  const client = certificate(cliK.publicKey, "runtime-user", ca, caKey, [
-    { name: "extKeyUsage", clientAuth: true },
-  ]);
-  const otherKey = forge.pki.privateKeyFromPem(otherK.privateKey);
-  const other = certificate(otherK.publicKey, "other-ca", undefined, otherKey, [
-    { name: "basicConstraints", cA: true, critical: true },
-  ]);
-  return {
-    ca: forge.pki.certificateToPem(ca),
-    server: { cert: forge.pki.certificateToPem(server), key: srvK.privateKey },
-    client: { cert: forge.pki.certificateToPem(client), key: cliK.privateKey },
-    otherCa: forge.pki.certificateToPem(other),
-  };
+  return { ca: ca.cert, server, client, otherCa: other.cert };
 }
 
 const DISCOVERY = {
