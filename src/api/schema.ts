@@ -71,8 +71,9 @@ export interface ValidationRule {
 export function childSchema(schema: Schema | undefined, key: string | number): Schema | undefined {
   if (!schema) return undefined;
   if (typeof key === "number" || schema.type === "array") return schema.items;
-  const p = schema.properties?.[key];
-  if (p) return p;
+  // Own properties only: a field named "constructor" is not Object.prototype's.
+  const props = schema.properties;
+  if (props && Object.hasOwn(props, key)) return props[key];
   if (typeof schema.additionalProperties === "object") return schema.additionalProperties;
   return undefined;
 }
