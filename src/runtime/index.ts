@@ -50,7 +50,10 @@
  *   `{ requeueAfter }` is not a failure (0: again at once, behind waiting keys).
  *   A `TerminalError` is not retried and becomes a Warning Event on the object
  *   with action `TerminalError`.
- * - Workers: 4 per controller by default (`maxConcurrentReconciles`).
+ * - Workers: 4 per controller by default (`maxConcurrentReconciles`); each
+ *   yields to the event loop between keys, so a key that requeues itself at
+ *   once cannot starve timers and I/O. Waiting workers share one abort
+ *   listener on their stop signal, however many there are.
  * - Each reconcile's signal aborts after 60 s, on a lost lease, or when the
  *   shutdown grace (30 s) runs out; its client then refuses writes.
  * - Read-your-own-writes: a key's next reconcile waits (up to 5 s) until the
