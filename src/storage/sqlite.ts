@@ -88,6 +88,16 @@ export const REMAINING_COUNT_MAX_REVISIONS = 10_000;
  */
 export const READ_BUSY_TIMEOUT_MS = 1000;
 
+/**
+ * Sends of writes to the writer thread not yet fully reported, at most. With fewer out,
+ * a write goes to the writer at once (at the end of the current microtask run), so its
+ * commit overlaps whatever the event loop does next. Otherwise writes wait in the store
+ * and go over together when a report comes back: group commit across the thread
+ * boundary, so slow commits (fsync) make for fewer, larger transactions rather than a
+ * queue of small ones, and the event loop pays for few messages under load.
+ */
+export const MAX_SENDS_IN_FLIGHT = 1;
+
 /** Counters describing what the store has done since it was opened. */
 export interface SqliteStoreStats {
   /** Write transactions committed. */
@@ -133,6 +143,10 @@ export class SqliteStore implements Store {
   /** Writes not yet handed to the writer. */
   #outbox: WriteRequest[] = [];
   #sendScheduled = false;
+  /** Sizes (in writes) of the sends not fully reported yet, oldest first. */
+  readonly #inFlight = new Fifo<number>();
+  /** Writes of the oldest send in flight already reported. */
+  #inFlightReported = 0;
   #compactionWaiters: CompactionWaiter[] = [];
   readonly #watches = new Set<BufferedWatch>();
   #timer: NodeJS.Timeout | null = null;
@@ -333,7 +347,7 @@ export class SqliteStore implements Store {
   async #shutDown(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#updateBusy();
-    this.#sendOutbox();
+    this.#sendOutbox(true);
     await this.#channel.close();
     // Every write handed over has been reported, unless the writer was lost (then they
     // failed already); compaction left over resumes when the store is next opened.
@@ -362,23 +376,52 @@ export class SqliteStore implements Store {
       const request: WriteRequest = { kind, key, value, expected: expectedRevision ?? null };
       this.#pending.push({ request, resolve, reject });
       this.#outbox.push(request);
-      if (!this.#sendScheduled) {
-        this.#sendScheduled = true;
-        setImmediate(() => {
-          this.#sendScheduled = false;
-          this.#sendOutbox();
-        });
-      }
+      this.#scheduleSend();
       this.#updateBusy();
     });
   }
 
-  /** Hands every write made since the last turn to the writer, as one message. */
-  #sendOutbox(): void {
+  /**
+   * Arranges for the outbox to be sent. On the writer thread: at the end of the current
+   * microtask run, unless MAX_SENDS_IN_FLIGHT sends are out (a report sends it then). On
+   * the caller's thread, where a send is a commit: on the next turn of the event loop,
+   * so that every write arriving in this turn joins one transaction.
+   */
+  #scheduleSend(): void {
+    if (this.#sendScheduled) return;
+    const send = () => {
+      this.#sendScheduled = false;
+      this.#sendOutbox();
+    };
+    if (!this.#channel.threaded) {
+      this.#sendScheduled = true;
+      setImmediate(send);
+    } else if (this.#inFlight.length < MAX_SENDS_IN_FLIGHT) {
+      this.#sendScheduled = true;
+      queueMicrotask(send);
+    }
+  }
+
+  /** Hands the writes made so far to the writer, as one send, unless enough are in flight. */
+  #sendOutbox(force = false): void {
     if (this.#outbox.length === 0 || this.#lost) return;
+    if (!force && this.#inFlight.length >= MAX_SENDS_IN_FLIGHT) return;
     const writes = this.#outbox;
     this.#outbox = [];
+    this.#inFlight.push(writes.length);
     this.#channel.send(writes, this.#opts.clock());
+  }
+
+  /** `count` more writes were reported: retire the sends they complete, send what waits. */
+  #reported(count: number): void {
+    this.#inFlightReported += count;
+    for (;;) {
+      const oldest = this.#inFlight.peek();
+      if (oldest === undefined || this.#inFlightReported < oldest) break;
+      this.#inFlightReported -= oldest;
+      this.#inFlight.shift();
+    }
+    if (this.#outbox.length > 0 && !this.#sendScheduled) this.#sendOutbox();
   }
 
   /** A transaction committed: publish its changes, then settle its writes. */
@@ -408,12 +451,14 @@ export class SqliteStore implements Store {
       if ("refused" in outcome) settled[i].reject(refusal(settled[i].request, outcome));
       else settled[i].resolve(outcome.revision);
     }
+    this.#reported(outcomes.length);
     this.#updateBusy();
   }
 
   #onCommitFailed(writes: number, message: string): void {
     const failure = new UnavailableError(message);
     for (const write of this.#pending.take(writes)) write.reject(failure);
+    this.#reported(writes);
     this.#updateBusy();
   }
 
