@@ -6,11 +6,17 @@
  * watchers under write load, each beside a baseline measured in the same run (in
  * alternating slices with the store) and the ratio.
  *
+ * For SQLite also: the event-loop delay (perf_hooks.monitorEventLoopDelay) during the
+ * 50-caller create load with commits on the writer thread (the default), beside the
+ * same store committing on the event loop (writerThread: false), in alternating slices.
+ *
  * A backend is one `Section` in SECTIONS: it opens its Store, builds its baseline (a
  * StoreBaseline: one runnable phase per rate), calls `benchStore(store, baseline)` and
  * turns the figures into rows with `storeRows`.
  *
- * BENCH_MS sets the length of each measured phase (default 2000).
+ * Environment:
+ *   BENCH_MS        length of each measured phase (default 2000)
+ *   BENCH_BACKENDS  comma list of sqlite,etcd (default both)
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -28,7 +34,9 @@ import { rawSqliteBaseline } from "./lib/raw-sqlite.ts";
 import {
   benchStore,
   benchValue,
+  createsWithLoopDelay,
   DEFAULT_STORE_BENCH,
+  loopDelayRows,
   type StoreBaseline,
   storeRows,
 } from "./lib/store-bench.ts";
@@ -36,6 +44,9 @@ import { printTable, type Row } from "./lib/table.ts";
 import { callersFor, interleaved } from "./lib/timing.ts";
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? DEFAULT_STORE_BENCH.durationMs);
+const BACKENDS = new Set(
+  (process.env.BENCH_BACKENDS ?? "sqlite,etcd").split(",").map((b) => b.trim()),
+);
 
 /** One backend's part of the benchmark. */
 interface Section {
@@ -51,22 +62,37 @@ async function sqliteSection(): Promise<Row[]> {
     durable: true,
   });
   const store = SqliteStore.open(path.join(dir, "store.db"));
+  const onLoop = SqliteStore.open(path.join(dir, "on-loop.db"), { writerThread: false });
   try {
     const figures = await benchStore(store, baseline, { durationMs: DURATION_MS });
     const stats = store.stats();
     console.log(
-      `sqlite: ${stats.writes.toLocaleString("en-US")} writes in ${stats.commits.toLocaleString("en-US")} commits (largest ${stats.largestBatch})`,
+      `sqlite: ${stats.writes.toLocaleString("en-US")} writes in ${stats.commits.toLocaleString("en-US")} commits (largest ${stats.largestBatch}), on the writer thread: ${stats.writerThread}`,
     );
     if (figures.store.watchErrors.length > 0) {
       console.log(`sqlite: watch errors: ${figures.store.watchErrors.join("; ")}`);
     }
-    return storeRows("sqlite (durable)", figures.store, figures.baseline, baseline, {
-      concurrentRatio: 3,
-      concurrentPerSecond: 20_000,
-      watchP99Ms: 20,
-    });
+    const [threaded, sameThread] = await createsWithLoopDelay(
+      { store, prefix: "/bench/loop-delay" },
+      { store: onLoop, prefix: "/bench/loop-delay" },
+      { durationMs: DURATION_MS },
+    );
+    return [
+      ...storeRows("sqlite (durable)", figures.store, figures.baseline, baseline, {
+        concurrentRatio: 3,
+        concurrentPerSecond: 20_000,
+        watchP99Ms: 20,
+      }),
+      ...loopDelayRows(
+        "sqlite (durable)",
+        threaded,
+        sameThread,
+        "same store, commits on the event loop (writerThread: false)",
+      ),
+    ];
   } finally {
     await store.close();
+    await onLoop.close();
     baseline.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -161,7 +187,7 @@ const SECTIONS: Section[] = [
 ];
 
 const rows: Row[] = [];
-for (const section of SECTIONS) {
+for (const section of SECTIONS.filter((s) => BACKENDS.has(s.name))) {
   console.log(`--- ${section.name}`);
   rows.push(...(await section.run()));
 }

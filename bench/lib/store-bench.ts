@@ -4,6 +4,12 @@
  * measured in alternating slices of baseline and store so that both see the same load
  * on a shared machine. `storeRows` turns them into printed rows.
  */
+import {
+  createHistogram,
+  type EventLoopUtilization,
+  performance,
+  type RecordableHistogram,
+} from "node:perf_hooks";
 import type { Store } from "../../src/storage/store.ts";
 import type { Row } from "./table.ts";
 import { callersFor, interleaved, now, percentile, type Rate, Samples } from "./timing.ts";
@@ -275,4 +281,152 @@ export function storeRows(
   }
   rows.push(p99);
   return rows;
+}
+
+/** How often the event-loop delay is sampled, in ms (the sampling timer's period). */
+export const LOOP_DELAY_RESOLUTION_MS = 1;
+
+/**
+ * Samples the event-loop delay into `histogram` (ns) until the returned stop function
+ * is called: a timer due every LOOP_DELAY_RESOLUTION_MS records how late it fired, as
+ * perf_hooks.monitorEventLoopDelay does. (That monitor cannot be paused between
+ * alternating slices without counting the pause as delay, nor merged, hence this.)
+ */
+function sampleLoopDelay(histogram: RecordableHistogram): () => void {
+  let due = now() + LOOP_DELAY_RESOLUTION_MS;
+  let timer: NodeJS.Timeout;
+  const tick = () => {
+    const at = now();
+    histogram.record(Math.max(1, Math.round((at - due) * 1e6)));
+    due = at + LOOP_DELAY_RESOLUTION_MS;
+    timer = setTimeout(tick, LOOP_DELAY_RESOLUTION_MS);
+  };
+  timer = setTimeout(tick, LOOP_DELAY_RESOLUTION_MS);
+  return () => clearTimeout(timer);
+}
+
+/** Event-loop delay (ms) while callers created, and the rate they reached. */
+export interface LoopDelayFigures {
+  creates: Rate;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Time the event loop was busy (not waiting for I/O) per create, in nanoseconds. */
+  busyNanosPerCreate: number;
+}
+
+/** One store measured by `createsWithLoopDelay`. */
+export interface LoopDelaySubject {
+  store: Store;
+  /** Keys are written under this prefix (must be empty in the store). */
+  prefix: string;
+}
+
+/**
+ * Event-loop delay during a create load of `callers` concurrent callers, for two stores
+ * measured in alternating slices (`rounds` of each): how long the loop was held up by
+ * work it could not interleave (such as a commit's fsync), beside the create rate.
+ */
+export async function createsWithLoopDelay(
+  a: LoopDelaySubject,
+  b: LoopDelaySubject,
+  options: Partial<StoreBenchOptions> = {},
+): Promise<[LoopDelayFigures, LoopDelayFigures]> {
+  const opts = { ...DEFAULT_STORE_BENCH, ...options };
+  const value = benchValue(opts.valueBytes);
+  const histograms = [a, b].map(() => createHistogram());
+  const busyMs = [0, 0];
+  const counters = [0, 0];
+  const slice = (index: number, subject: LoopDelaySubject) => async (ms: number) => {
+    const stop = sampleLoopDelay(histograms[index]);
+    const start: EventLoopUtilization = performance.eventLoopUtilization();
+    try {
+      return await callersFor(opts.callers, ms, () =>
+        subject.store.create(`${subject.prefix}/${counters[index]++}`, value),
+      );
+    } finally {
+      busyMs[index] += performance.eventLoopUtilization(start).active;
+      stop();
+    }
+  };
+  // Warm up both outside the measured slices.
+  await slice(0, a)(Math.min(300, opts.durationMs));
+  await slice(1, b)(Math.min(300, opts.durationMs));
+  for (const histogram of histograms) histogram.reset();
+  busyMs.fill(0);
+  const [ra, rb] = await interleaved(opts.durationMs, opts.rounds, slice(0, a), slice(1, b));
+  return [delayFigures(ra, histograms[0], busyMs[0]), delayFigures(rb, histograms[1], busyMs[1])];
+}
+
+function delayFigures(
+  creates: Rate,
+  histogram: RecordableHistogram,
+  busyMs: number,
+): LoopDelayFigures {
+  const ms = (ns: number) => ns / 1e6;
+  return {
+    creates,
+    p50: ms(histogram.percentile(50)),
+    p99: ms(histogram.percentile(99)),
+    max: ms(histogram.max),
+    busyNanosPerCreate: creates.ops > 0 ? (busyMs * 1e6) / creates.ops : Number.NaN,
+  };
+}
+
+/** Rows comparing a store's event-loop delay and rate under load with another's. */
+export function loopDelayRows(
+  backend: string,
+  measured: LoopDelayFigures,
+  baseline: LoopDelayFigures,
+  baselineLabel: string,
+  callers = DEFAULT_STORE_BENCH.callers,
+): Row[] {
+  const load = `${callers} callers creating`;
+  return [
+    {
+      backend,
+      metric: `event-loop delay p50 (${load})`,
+      value: measured.p50,
+      unit: "ms",
+      baseline: baseline.p50,
+      baselineLabel,
+      better: "lower",
+    },
+    {
+      backend,
+      metric: `event-loop delay p99 (${load})`,
+      value: measured.p99,
+      unit: "ms",
+      baseline: baseline.p99,
+      baselineLabel,
+      better: "lower",
+    },
+    {
+      backend,
+      metric: `event-loop delay max (${load})`,
+      value: measured.max,
+      unit: "ms",
+      baseline: baseline.max,
+      baselineLabel,
+      better: "lower",
+    },
+    {
+      backend,
+      metric: `event-loop busy per create (${load})`,
+      value: measured.busyNanosPerCreate,
+      unit: "ns",
+      baseline: baseline.busyNanosPerCreate,
+      baselineLabel,
+      better: "lower",
+    },
+    {
+      backend,
+      metric: `creates/s while measuring (${load})`,
+      value: measured.creates.perSecond,
+      unit: "/s",
+      baseline: baseline.creates.perSecond,
+      baselineLabel,
+      better: "higher",
+    },
+  ];
 }
