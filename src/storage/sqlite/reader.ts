@@ -32,9 +32,13 @@ export interface Page {
 
 export class SnapshotReader {
   readonly #sql: ReadStatements;
+  /** Runs a step in one read transaction: every statement in it sees the same file. */
+  readonly #snapshot: <T>(step: () => T) => T;
 
   constructor(db: Database.Database) {
     this.#sql = prepareReadStatements(db);
+    const inTransaction = db.transaction((step: () => unknown) => step());
+    this.#snapshot = <T>(step: () => T) => inTransaction(step) as T;
   }
 
   /** The store's revision, compacted revision and compaction progress as on disk. */
@@ -55,6 +59,10 @@ export class SnapshotReader {
 
   /** Live keys in [lower, upper) at revision `at`, in key order, at most `limit` (0: all). */
   list(lower: string, upper: string, at: number, limit: number): Page {
+    return this.#snapshot(() => this.#list(lower, upper, at, limit));
+  }
+
+  #list(lower: string, upper: string, at: number, limit: number): Page {
     const items: KeyValue[] = [];
     let from = lower;
     for (let round = 0; ; round++) {
@@ -77,11 +85,14 @@ export class SnapshotReader {
 
   /** How many keys in [lower, upper) were live at revision `at`. */
   count(lower: string, upper: string, at: number): number {
-    let live = this.#sql.countUnchangedLive.get(lower, upper, at) ?? 0;
-    for (const row of this.#sql.changedAfter.all(lower, upper, at)) {
-      if (this.#versionAt(row, at) !== null) live++;
-    }
-    return live;
+    // One snapshot: a key updated between the two queries must not count twice.
+    return this.#snapshot(() => {
+      let live = this.#sql.countUnchangedLive.get(lower, upper, at) ?? 0;
+      for (const row of this.#sql.changedAfter.all(lower, upper, at)) {
+        if (this.#versionAt(row, at) !== null) live++;
+      }
+      return live;
+    });
   }
 
   /** Changes to keys in [lower, upper) with after < revision <= through, oldest first. */
