@@ -44,6 +44,16 @@ export interface InformerCacheOptions {
   logger?: RuntimeLogger;
 }
 
+/** Options of a list from the cache: the client's list options, and which informer to read. */
+export interface CacheListOptions extends ListOptions {
+  /**
+   * The informer to read (the kind's default scope when unset). With
+   * `metadataOnly`, that scope's metadata-only informer. `namespace`,
+   * `labelSelector` and `fieldSelector` filter within what it holds.
+   */
+  scope?: InformerScope;
+}
+
 /** One informer's health, with what it watches. */
 export interface CachedInformerHealth extends InformerHealth {
   apiVersion: string;
@@ -219,14 +229,18 @@ export class InformerCache implements Reader {
   }
 
   /**
-   * Lists from the kind's informer (waiting for its first sync), filtered by
-   * namespace, label selector and a field selector on metadata.name/namespace.
-   * `metadataOnly` reads the kind's metadata-only informer.
+   * Lists from the kind's informer in `opts.scope` (the kind's default scope
+   * when unset), waiting for its first sync, filtered by namespace, label
+   * selector and a field selector on metadata.name/namespace. `metadataOnly`
+   * reads that scope's metadata-only informer.
    */
-  async list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject>(
+    type: TypeRef,
+    opts: CacheListOptions = {},
+  ): Promise<KubeList<T>> {
     const scope = opts.metadataOnly
-      ? { ...(this.opts.defaultScopes?.[typeKey(type)] ?? {}), metadataOnly: true }
-      : undefined;
+      ? { ...(opts.scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {}), metadataOnly: true }
+      : opts.scope;
     const informer = await this.synced<T>(type, scope, opts.signal);
     const matchFields = fieldMatcher(opts.fieldSelector);
     let items = informer.list({ namespace: opts.namespace });

@@ -21,9 +21,9 @@
  * `start()` resumes; `shutDown()` ends it for good.
  */
 import { randomUUID } from "node:crypto";
-import type { KubeList, KubeObject } from "../api/meta.ts";
-import type { InformerCache, InformerScope } from "./cache.ts";
-import type { Client, ListOptions, TypeRef } from "./client.ts";
+import type { KubeObject } from "../api/meta.ts";
+import type { CacheListOptions, InformerCache, InformerScope } from "./cache.ts";
+import type { Client, TypeRef } from "./client.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
 import { controllerLogger, type Logger, reconcileLogger, requestKey, silentLogger } from "./log.ts";
@@ -79,6 +79,12 @@ export interface ControllerOptions {
   /** The kind the controller reconciles: re-enqueued on `enqueueAll`, target of terminal-error Events. */
   forType?: TypeRef;
   forScope?: InformerScope;
+  /**
+   * The other kinds the controller watches, with their scopes. A reconcile's
+   * reads of a watched kind that name no scope read the watch's informer (the
+   * `for` kind's scope first, then the first watch of that kind).
+   */
+  watched?: readonly { type: TypeRef; scope?: InformerScope }[];
   maxConcurrentReconciles?: number;
   reconcileTimeoutMs?: number;
   readYourWritesTimeoutMs?: number;
@@ -117,6 +123,10 @@ export class Controller {
   private readonly clock: Clock;
   /** Kinds with informers this controller uses: only these are waited on for read-your-own-writes. */
   private readonly cachedTypes = new Map<string, InformerScope | undefined>();
+  /** The scope each watched kind is watched in: the default scope of the reconcile reader's reads. */
+  private readonly watchScopes = new Map<string, InformerScope | undefined>();
+  /** The reader every reconcile gets (it holds no per-reconcile state). */
+  private readonly cacheReader: CacheReader;
   private readonly ownWrites = new Map<string, WrittenObject[]>();
   private readonly inFlight = new Set<InFlight>();
   private workersAbort: AbortController | undefined;
@@ -149,11 +159,17 @@ export class Controller {
         instance: opts.instance,
         logger: this.log,
       });
-    if (opts.forType) this.cachedTypes.set(typeKey(opts.forType), opts.forScope);
+    const watched = opts.forType ? [{ type: opts.forType, scope: opts.forScope }] : [];
+    for (const w of [...watched, ...(opts.watched ?? [])]) {
+      const k = typeKey(w.type);
+      if (!this.watchScopes.has(k)) this.watchScopes.set(k, w.scope);
+      this.usesCachedType(w.type, w.scope);
+    }
+    this.cacheReader = this.newReader();
   }
 
   /** Notes that this controller reads `type` from the cache (so its writes of it are waited on). */
-  usesCachedType(type: TypeRef, scope?: InformerScope): void {
+  private usesCachedType(type: TypeRef, scope?: InformerScope): void {
     if (!this.cachedTypes.has(typeKey(type))) this.cachedTypes.set(typeKey(type), scope);
   }
 
@@ -308,7 +324,7 @@ export class Controller {
       onWrite: (w) => written.push(w),
     });
     const ctx: ReconcileContext = {
-      reader: this.reader(),
+      reader: this.cacheReader,
       client,
       log,
       recorder: this.recorder,
@@ -355,28 +371,30 @@ export class Controller {
     }
   }
 
-  /** The cache reader of a reconcile: the shared cache, noting the kinds it reads. */
-  private reader(): CacheReader {
+  /**
+   * The cache reader of a reconcile: the shared cache, noting the kinds it
+   * reads. A read that names no scope reads a watched kind in the scope the
+   * controller watches it with (the informer whose event woke the reconcile),
+   * not the kind's whole, unscoped informer (a second list and watch, whose
+   * copy may lag the first).
+   */
+  private newReader(): CacheReader {
     const cache = this.opts.cache;
-    const note = (t: TypeRef, scope?: InformerScope) => this.usesCachedType(t, scope);
+    const scoped = (t: TypeRef, scope: InformerScope | undefined) => {
+      const k = typeKey(t);
+      const s = scope ?? this.watchScopes.get(k);
+      if (!this.cachedTypes.has(k)) this.cachedTypes.set(k, s);
+      return s;
+    };
     return {
-      get: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) => {
-        note(t, scope);
-        return cache.get<T>(t, name, ns, scope);
+      get: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
+        cache.get<T>(t, name, ns, scoped(t, scope)),
+      list: <T extends KubeObject>(t: TypeRef, opts: CacheListOptions = {}) => {
+        const scope = scoped(t, opts.scope);
+        return cache.list<T>(t, scope === opts.scope ? opts : { ...opts, scope });
       },
-      list: <T extends KubeObject>(t: TypeRef, opts?: ListOptions): Promise<KubeList<T>> => {
-        note(t);
-        return cache.list<T>(t, opts);
-      },
-      peek: <T extends KubeObject>(
-        t: TypeRef,
-        name: string,
-        ns?: string,
-        scope?: InformerScope,
-      ) => {
-        note(t, scope);
-        return cache.peek<T>(t, name, ns, scope);
-      },
+      peek: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
+        cache.peek<T>(t, name, ns, scoped(t, scope)),
     };
   }
 

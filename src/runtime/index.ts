@@ -83,6 +83,7 @@ export {
   type MapFn,
 } from "./builder.ts";
 export {
+  type CacheListOptions,
   InformerCache,
   type InformerCacheOptions,
   type InformerScope,

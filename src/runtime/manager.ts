@@ -228,8 +228,8 @@ export class Manager {
       logger: this.log,
       metrics: this.metrics,
       instance: this.identity,
+      watched: watches.map((w) => ({ type: w.type, scope: w.scope })),
     });
-    for (const w of watches) controller.usesCachedType(w.type, w.scope);
     const reg: Registered = { controller, watches, connected: false };
     this.registered.push(reg);
     if (this.state === "starting" || this.state === "running") {

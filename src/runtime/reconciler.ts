@@ -37,7 +37,13 @@ export interface Result {
  */
 export const TERMINAL_ERROR_ACTION = "TerminalError";
 
-/** The cache-backed reader a reconcile reads through (informers shared by the manager). */
+/**
+ * The cache-backed reader a reconcile reads through (informers shared by the
+ * manager). In a reconcile's context, a read of a kind the controller watches
+ * that names no scope (`get`/`peek`'s `scope`, `list`'s `opts.scope`) reads
+ * the informer of that watch, in the scope the controller watches the kind
+ * with; other kinds read the cache's default scope of the kind.
+ */
 export type CacheReader = Pick<InformerCache, "get" | "list" | "peek">;
 
 /** Everything a reconcile gets besides its request. */

@@ -134,6 +134,29 @@ describe("InformerCache", () => {
     expect(cache.peek(CM, "fresh", "b")?.metadata.resourceVersion).toBe(rv);
   });
 
+  it("lists from the informer of the scope it is given, metadata-only included", async () => {
+    const client = env.client();
+    const cache = new InformerCache(client, { informerOptions: FAST });
+    started(cache);
+    const inA = await cache.list(CM, { scope: { namespace: "a" } });
+    expect(inA.items.map((o) => o.metadata.name).sort()).toEqual(["one", "two"]);
+    // The namespace filter applies within what the scope holds.
+    expect((await cache.list(CM, { scope: { namespace: "a" }, namespace: "b" })).items).toEqual([]);
+    const meta = await cache.list(CM, {
+      scope: { namespace: "a" },
+      metadataOnly: true,
+      labelSelector: "app=db",
+    });
+    expect(meta.items.map((o) => [o.metadata.name, Object.keys(o).sort().join()])).toEqual([
+      ["two", "apiVersion,kind,metadata"],
+    ]);
+    expect(cache.health().map((h) => JSON.stringify(h.scope))).toEqual([
+      '{"namespace":"a"}',
+      '{"namespace":"a","metadataOnly":true}',
+    ]);
+    expect(client.stats.byVerb.list).toBe(2);
+  });
+
   it("picks up a kind that the server starts serving after the cache started", async () => {
     const client = env.client();
     // Any pino logger will do.
