@@ -424,8 +424,12 @@ export class SqliteStore implements Store {
     if (this.#outbox.length > 0 && !this.#sendScheduled) this.#sendOutbox();
   }
 
-  /** A transaction committed: publish its changes, then settle its writes. */
+  /**
+   * A transaction committed: hand the writer what waits (so it commits while this thread
+   * works on), then publish the transaction's changes and settle its writes.
+   */
   #onCommitted(outcomes: WriteOutcome[]): void {
+    this.#reported(outcomes.length);
     const settled = this.#pending.take(outcomes.length);
     const events: WatchEvent[] = [];
     for (let i = 0; i < outcomes.length; i++) {
@@ -451,14 +455,13 @@ export class SqliteStore implements Store {
       if ("refused" in outcome) settled[i].reject(refusal(settled[i].request, outcome));
       else settled[i].resolve(outcome.revision);
     }
-    this.#reported(outcomes.length);
     this.#updateBusy();
   }
 
   #onCommitFailed(writes: number, message: string): void {
+    this.#reported(writes);
     const failure = new UnavailableError(message);
     for (const write of this.#pending.take(writes)) write.reject(failure);
-    this.#reported(writes);
     this.#updateBusy();
   }
 
