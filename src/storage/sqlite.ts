@@ -23,6 +23,7 @@
  * through anything but this store: closing any descriptor of the file drops the POSIX
  * locks SQLite holds on it (a second SqliteStore.open of it is refused for this reason).
  */
+import nodePath from "node:path";
 import type Database from "better-sqlite3";
 import {
   AlreadyExistsError,
@@ -185,7 +186,8 @@ export class SqliteStore implements Store {
       db.pragma("query_only = ON");
       db.pragma(`busy_timeout = ${READ_BUSY_TIMEOUT_MS}`);
       this.#channel = new ThreadChannel(events, {
-        path,
+        // Absolute: the process's working directory may change before the thread opens it.
+        path: nodePath.resolve(path),
         durable: opts.durable,
         compactionBatchSize: opts.compactionBatchSize,
       });
