@@ -16,8 +16,15 @@
  *
  * Each `RuntimeMetrics` owns its registry, so several managers can live in one
  * process (tests) without clashing over global metric names.
+ *
+ * What every reconcile reports (its outcome and time, active workers, queue
+ * adds, depth, queue and work durations) costs no label lookup: counts and
+ * gauges are plain numbers per controller, read into prom-client at each
+ * scrape, and histograms observe into series bound once per controller
+ * (`LabelledHistogram`).
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { type HistogramChild, LabelledHistogram } from "./histogram.ts";
 import type { QueueMetricsSink } from "./workqueue.ts";
 
 /** controller-runtime's reconcile time buckets (seconds). */
@@ -45,6 +52,18 @@ interface InFlightSource {
   inFlightTimes(): { totalMs: number; longestMs: number };
 }
 
+/** A controller's counts, read at scrape time. */
+interface ControllerTally {
+  results: Record<ReconcileOutcome, number>;
+  activeWorkers: number;
+}
+
+/** A work queue's counts, read at scrape time. */
+interface QueueTally {
+  adds: number;
+  depth: number;
+}
+
 export interface RuntimeMetricsOptions {
   /** Registry to register into; a fresh one by default. */
   registry?: Registry;
@@ -55,16 +74,14 @@ export interface RuntimeMetricsOptions {
 export class RuntimeMetrics {
   readonly registry: Registry;
   private readonly queues = new Map<string, InFlightSource>();
-  private readonly reconcileTotal: Counter<"controller" | "result">;
+  private readonly controllerTallies = new Map<string, ControllerTally>();
+  private readonly queueTallies = new Map<string, QueueTally>();
   private readonly reconcileErrors: Counter<"controller">;
   private readonly terminalErrors: Counter<"controller">;
-  private readonly reconcileTime: Histogram<"controller">;
+  private readonly reconcileTime: LabelledHistogram;
   private readonly maxConcurrentGauge: Gauge<"controller">;
-  private readonly activeWorkersGauge: Gauge<"controller">;
-  private readonly depth: Gauge<"name" | "controller">;
-  private readonly adds: Counter<"name" | "controller">;
-  private readonly queueDuration: Histogram<"name" | "controller">;
-  private readonly workDuration: Histogram<"name" | "controller">;
+  private readonly queueDuration: LabelledHistogram;
+  private readonly workDuration: LabelledHistogram;
   private readonly retries: Counter<"name" | "controller">;
   private readonly leader: Gauge<"name">;
 
@@ -72,11 +89,19 @@ export class RuntimeMetrics {
     this.registry = opts.registry ?? new Registry();
     const registers = [this.registry];
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    this.reconcileTotal = new Counter({
+    const controllers = this.controllerTallies;
+    const queueTallies = this.queueTallies;
+    new Counter({
       name: "controller_runtime_reconcile_total",
       help: "Total number of reconciliations per controller",
       labelNames: ["controller", "result"],
       registers,
+      collect() {
+        this.reset();
+        for (const [controller, t] of controllers) {
+          for (const [result, n] of Object.entries(t.results)) this.inc({ controller, result }, n);
+        }
+      },
     });
     this.reconcileErrors = new Counter({
       name: "controller_runtime_reconcile_errors_total",
@@ -90,10 +115,9 @@ export class RuntimeMetrics {
       labelNames: ["controller"],
       registers,
     });
-    this.reconcileTime = new Histogram({
+    this.reconcileTime = new LabelledHistogram({
       name: "controller_runtime_reconcile_time_seconds",
       help: "Length of time per reconciliation per controller",
-      labelNames: ["controller"],
       buckets: RECONCILE_TIME_BUCKETS,
       registers,
     });
@@ -103,36 +127,44 @@ export class RuntimeMetrics {
       labelNames: ["controller"],
       registers,
     });
-    this.activeWorkersGauge = new Gauge({
+    new Gauge({
       name: "controller_runtime_active_workers",
       help: "Number of currently used workers per controller",
       labelNames: ["controller"],
       registers,
+      collect() {
+        for (const [controller, t] of controllers) this.set({ controller }, t.activeWorkers);
+      },
     });
     const queueLabels = ["name", "controller"] as const;
-    this.depth = new Gauge({
+    new Gauge({
       name: "workqueue_depth",
       help: "Current depth of workqueue",
       labelNames: queueLabels,
       registers,
+      collect() {
+        for (const [name, t] of queueTallies) this.set({ name, controller: name }, t.depth);
+      },
     });
-    this.adds = new Counter({
+    new Counter({
       name: "workqueue_adds_total",
       help: "Total number of adds handled by workqueue",
       labelNames: queueLabels,
       registers,
+      collect() {
+        this.reset();
+        for (const [name, t] of queueTallies) this.inc({ name, controller: name }, t.adds);
+      },
     });
-    this.queueDuration = new Histogram({
+    this.queueDuration = new LabelledHistogram({
       name: "workqueue_queue_duration_seconds",
       help: "How long in seconds an item stays in workqueue before being requested",
-      labelNames: queueLabels,
       buckets: QUEUE_DURATION_BUCKETS,
       registers,
     });
-    this.workDuration = new Histogram({
+    this.workDuration = new LabelledHistogram({
       name: "workqueue_work_duration_seconds",
       help: "How long in seconds processing an item from workqueue takes",
-      labelNames: queueLabels,
       buckets: QUEUE_DURATION_BUCKETS,
       registers,
     });
@@ -176,14 +208,20 @@ export class RuntimeMetrics {
   /** The sink a controller's work queue reports to. */
   queueSink(name: string): QueueMetricsSink {
     const labels = { name, controller: name };
-    this.depth.set(labels, 0);
-    this.adds.inc(labels, 0);
+    const tally: QueueTally = { adds: 0, depth: 0 };
+    this.queueTallies.set(name, tally);
     this.retries.inc(labels, 0);
+    const queued: HistogramChild = this.queueDuration.child(labels);
+    const worked: HistogramChild = this.workDuration.child(labels);
     return {
-      added: () => this.adds.inc(labels),
-      depth: (n) => this.depth.set(labels, n),
-      queued: (ms) => this.queueDuration.observe(labels, ms / 1000),
-      worked: (ms) => this.workDuration.observe(labels, ms / 1000),
+      added: () => {
+        tally.adds++;
+      },
+      depth: (n) => {
+        tally.depth = n;
+      },
+      queued: (ms) => queued.observe(ms / 1000),
+      worked: (ms) => worked.observe(ms / 1000),
       retried: () => this.retries.inc(labels),
     };
   }
@@ -198,18 +236,25 @@ export class RuntimeMetrics {
     const labels = { controller: name };
     this.reconcileErrors.inc(labels, 0);
     this.terminalErrors.inc(labels, 0);
-    this.activeWorkersGauge.set(labels, 0);
+    const tally: ControllerTally = {
+      results: { success: 0, error: 0, requeue_after: 0 },
+      activeWorkers: 0,
+    };
+    this.controllerTallies.set(name, tally);
+    const time = this.reconcileTime.child(labels);
     return {
       reconciled: (result, seconds) => {
-        this.reconcileTotal.inc({ controller: name, result });
-        this.reconcileTime.observe(labels, seconds);
+        tally.results[result]++;
+        time.observe(seconds);
       },
       failed: (terminal) => {
         this.reconcileErrors.inc(labels);
         if (terminal) this.terminalErrors.inc(labels);
       },
       maxConcurrent: (n) => this.maxConcurrentGauge.set(labels, n),
-      activeWorkers: (delta) => this.activeWorkersGauge.inc(labels, delta),
+      activeWorkers: (delta) => {
+        tally.activeWorkers += delta;
+      },
     };
   }
 

@@ -1,3 +1,4 @@
+import { Histogram, Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   HealthChecks,
@@ -5,7 +6,8 @@ import {
   parseListenAddress,
   startProbeServer,
 } from "../../src/runtime/health.ts";
-import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { LabelledHistogram } from "../../src/runtime/histogram.ts";
+import { QUEUE_DURATION_BUCKETS, RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { WorkQueue } from "../../src/runtime/workqueue.ts";
 import { FakeClock } from "./fakeclock.ts";
 
@@ -80,6 +82,30 @@ describe("RuntimeMetrics", () => {
     expect(sample(text, "workqueue_queue_duration_seconds_count", { name: "demo" })).toBe(1);
     m.leaderStatus("lease-a", true);
     expect(sample(await m.text(), "leader_election_master_status", { name: "lease-a" })).toBe(1);
+  });
+
+  it("bound histogram series expose what prom-client's Histogram does for the same values", async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const opts = { name: "h_seconds", help: "A histogram.", buckets: QUEUE_DURATION_BUCKETS };
+    const bound = new LabelledHistogram({ ...opts, registers: [ours] });
+    const reference = new Histogram({ ...opts, labelNames: ["q"], registers: [theirs] });
+    // Series are listed in the order they were first observed (prom-client) or bound (ours).
+    const b = bound.child({ q: "b" });
+    const a = bound.child({ q: "a" });
+    const values = [0, 1e-9, 1e-8, 3e-6, 0.25, 1, 999, 1e4, 0.000123];
+    for (const [i, v] of values.entries()) {
+      (i % 3 === 0 ? b : a).observe(v);
+      reference.observe({ q: i % 3 === 0 ? "b" : "a" }, v);
+    }
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    // The same samples as JSON too (prom-client adds an empty exemplar to each bucket).
+    const withoutExemplars = JSON.parse(
+      JSON.stringify(await theirs.getMetricsAsJSON(), (k, v) => (k === "exemplar" ? undefined : v)),
+    );
+    expect(await ours.getMetricsAsJSON()).toEqual(withoutExemplars);
+    ours.resetMetrics();
+    expect(sample(await ours.metrics(), "h_seconds_count", { q: "a" })).toBe(0);
   });
 
   it("two instances do not clash over metric names", () => {
