@@ -60,6 +60,11 @@ interface Bucket {
   slot: number;
   total: number;
   counters: Map<string, Counter>;
+  /**
+   * No counter holds less (counts only grow, and a replacement starts above the
+   * one it replaces), so a counter found holding exactly this is a least one.
+   */
+  floor: number;
 }
 
 /** One controller's per-key reconcile counts over the sliding window. */
@@ -81,17 +86,31 @@ export class ReconcileCounter {
       bucket.counters.set(key, { count: 1, error: 0 });
       return;
     }
-    let minKey = "";
-    let min: Counter | undefined;
+    // The first least counter (in insertion order) is replaced. Most often one
+    // holding `floor` comes early; only when none is left is the floor raised by
+    // a full scan (once per RECONCILE_STATS_KEYS_PER_BUCKET replacements at most).
+    let minKey: string | undefined;
+    let min = 0;
     for (const [k, v] of bucket.counters) {
-      if (!min || v.count < min.count) {
-        min = v;
+      if (v.count === bucket.floor) {
         minKey = k;
+        min = v.count;
+        break;
       }
     }
-    if (!min) return;
+    if (minKey === undefined) {
+      min = Number.POSITIVE_INFINITY;
+      for (const [k, v] of bucket.counters) {
+        if (v.count < min) {
+          min = v.count;
+          minKey = k;
+        }
+      }
+      if (minKey === undefined) return;
+      bucket.floor = min;
+    }
     bucket.counters.delete(minKey);
-    bucket.counters.set(key, { count: min.count + 1, error: min.count });
+    bucket.counters.set(key, { count: min + 1, error: min });
   }
 
   /** The reconciles of the window and its `top` busiest keys. */
@@ -121,7 +140,7 @@ export class ReconcileCounter {
     const slot = this.slot();
     const last = this.buckets[this.buckets.length - 1];
     if (last?.slot === slot) return last;
-    const b: Bucket = { slot, total: 0, counters: new Map() };
+    const b: Bucket = { slot, total: 0, counters: new Map(), floor: 1 };
     this.buckets.push(b);
     this.prune();
     return b;

@@ -90,4 +90,54 @@ describe("ReconcileCounter", () => {
       { numRuns: 25 },
     );
   });
+
+  it("replaces the same counter as a full scan for the least one would, in any sequence", () => {
+    // The textbook Space-Saving step: replace the first (in insertion order) least counter.
+    const reference = (keys: string[]): [string, number, number][] => {
+      const counters = new Map<string, { count: number; error: number }>();
+      for (const key of keys) {
+        const c = counters.get(key);
+        if (c) c.count++;
+        else if (counters.size < RECONCILE_STATS_KEYS_PER_BUCKET) {
+          counters.set(key, { count: 1, error: 0 });
+        } else {
+          let minKey = "";
+          let min = Number.POSITIVE_INFINITY;
+          for (const [k, v] of counters) {
+            if (v.count < min) {
+              min = v.count;
+              minKey = k;
+            }
+          }
+          counters.delete(minKey);
+          counters.set(key, { count: min + 1, error: min });
+        }
+      }
+      return [...counters].map(([k, v]) => [k, v.count - v.error, v.count]);
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 199 }), {
+          minLength: 100,
+          maxLength: 3_000,
+          size: "max",
+        }),
+        fc.integer({ min: 1, max: 30 }),
+        (picks, hotShare) => {
+          // A few hot keys among many: picks below hotShare go to one of 3 keys.
+          const keys = picks.map((p) => (p < hotShare ? `hot-${p % 3}` : `k-${p}`));
+          const c = new ReconcileCounter(new FakeClock(0));
+          for (const k of keys) c.record(k);
+          const want = reference(keys)
+            .filter(([, sure]) => sure > 0)
+            .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+            .slice(0, RECONCILE_STATS_KEYS_PER_BUCKET)
+            .map(([key, sure]) => ({ key, reconciles: sure }));
+          expect(c.snapshot(RECONCILE_STATS_KEYS_PER_BUCKET).topKeys).toEqual(want);
+          expect(c.snapshot().reconciles).toBe(keys.length);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
 });
