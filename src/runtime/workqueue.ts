@@ -78,7 +78,10 @@ interface Entry {
   readyAt: number;
   /** Backoff gate: the key is not handed out before this time. */
   gate: number;
-  /** Bumped when a waiting entry is rescheduled; stale heap slots are skipped. */
+  /**
+   * Bumped when the entry is placed again or changes lane; heap and lane slots
+   * carry the version they were made with, and stale ones are skipped.
+   */
   version: number;
   /** While processing: when the key must run again, if it was re-added. */
   pendingAt?: number;
@@ -142,6 +145,76 @@ class DelayHeap {
   }
 }
 
+/**
+ * Stale slots a lane may hold beyond its live keys before it is rebuilt (a key
+ * leaving a lane other than by being handed out leaves its slot behind).
+ */
+const LANE_SLACK_MIN = 1024;
+
+/**
+ * One ready lane: a FIFO of keys in arrays with a moving head (a Set used as a
+ * queue costs a scan over the deleted slots it keeps at its front on every
+ * take). Each slot carries the entry version it was queued with; a slot whose
+ * entry has moved on (handed out, pushed back, moved to the other lane) is
+ * stale and skipped.
+ */
+class LaneQueue {
+  private keys: string[] = [];
+  private versions: number[] = [];
+  private head = 0;
+  /** Live keys. */
+  size = 0;
+  /** Slots behind the head that are no longer live. */
+  private stale = 0;
+
+  push(key: string, version: number): void {
+    this.keys.push(key);
+    this.versions.push(version);
+    this.size++;
+  }
+
+  /** Notes that one live key left the lane (its entry no longer matches its slot). */
+  removed(isLive: (key: string, version: number) => boolean): void {
+    this.size--;
+    this.stale++;
+    if (this.stale > this.size + LANE_SLACK_MIN) this.compact(isLive);
+  }
+
+  /** Takes the first live key. */
+  shift(isLive: (key: string, version: number) => boolean): string | undefined {
+    while (this.head < this.keys.length) {
+      const i = this.head++;
+      const key = this.keys[i];
+      if (!isLive(key, this.versions[i])) {
+        this.stale--;
+        continue;
+      }
+      this.size--;
+      if (this.head >= LANE_SLACK_MIN && this.head * 2 >= this.keys.length) {
+        this.keys = this.keys.slice(this.head);
+        this.versions = this.versions.slice(this.head);
+        this.head = 0;
+      }
+      return key;
+    }
+    return undefined;
+  }
+
+  private compact(isLive: (key: string, version: number) => boolean): void {
+    const keys: string[] = [];
+    const versions: number[] = [];
+    for (let i = this.head; i < this.keys.length; i++) {
+      if (!isLive(this.keys[i], this.versions[i])) continue;
+      keys.push(this.keys[i]);
+      versions.push(this.versions[i]);
+    }
+    this.keys = keys;
+    this.versions = versions;
+    this.head = 0;
+    this.stale = 0;
+  }
+}
+
 interface Waiter {
   resolve(key: string | undefined): void;
   signal?: AbortSignal;
@@ -160,7 +233,15 @@ export class WorkQueue {
   private readonly metrics?: QueueMetricsSink;
   private readonly entries = new Map<string, Entry>();
   /** Ready keys per lane, in insertion (FIFO) order. */
-  private readonly lanes: Record<Lane, Set<string>> = { live: new Set(), initial: new Set() };
+  private readonly lanes: Record<Lane, LaneQueue> = {
+    live: new LaneQueue(),
+    initial: new LaneQueue(),
+  };
+  /** Whether a lane slot is live, per lane. */
+  private readonly liveIn: Record<Lane, (key: string, version: number) => boolean> = {
+    live: (key, version) => this.inLane(key, version, "live"),
+    initial: (key, version) => this.inLane(key, version, "initial"),
+  };
   private lastServed: Lane = "initial";
   private readonly delayed = new DelayHeap();
   private timer: TimerHandle | undefined;
@@ -258,15 +339,14 @@ export class WorkQueue {
   /** Hands out the next ready key without waiting, or undefined if none is ready. */
   tryGet(): string | undefined {
     if (this.shutdown) return undefined;
-    this.promoteDue();
+    const now = this.clock.now();
+    this.promoteDue(now);
     const lane = this.nextLane();
     if (!lane) return undefined;
-    const set = this.lanes[lane];
-    const key = set.values().next().value as string;
-    set.delete(key);
+    const key = this.lanes[lane].shift(this.liveIn[lane]);
+    if (key === undefined) return undefined; // unreachable: the lane counted a live key
     this.lastServed = lane;
     const e = this.entries.get(key)!;
-    const now = this.clock.now();
     e.phase = "processing";
     e.startedAt = now;
     this.processingCount++;
@@ -404,14 +484,15 @@ export class WorkQueue {
     if (e.phase === "ready") {
       if (target > e.readyAt) {
         // A failure pushed a ready key back behind its backoff.
-        this.lanes[e.lane].delete(key);
+        this.leaveLane(e);
         if (promote) e.lane = "live";
         this.place(key, e, target);
         this.metrics?.depth(this.len());
       } else if (promote) {
-        this.lanes.initial.delete(key);
+        this.leaveLane(e);
+        e.phase = "ready";
         e.lane = "live";
-        this.lanes.live.add(key);
+        this.lanes.live.push(key, e.version);
       }
       return;
     }
@@ -428,7 +509,7 @@ export class WorkQueue {
     if (at <= now) {
       e.phase = "ready";
       e.readyAt = now;
-      this.lanes[e.lane].add(key);
+      this.lanes[e.lane].push(key, e.version);
       this.metrics?.depth(this.len());
       this.wake();
     } else {
@@ -441,6 +522,22 @@ export class WorkQueue {
     }
   }
 
+  /** Whether a lane slot (key, version) in `lane` is still its entry's place. */
+  private inLane(key: string, version: number, lane: Lane): boolean {
+    const e = this.entries.get(key);
+    return e !== undefined && e.phase === "ready" && e.lane === lane && e.version === version;
+  }
+
+  /**
+   * Takes a ready entry out of its lane's count; its slot goes stale once the
+   * caller changes the entry (places it again, or moves it to the other lane).
+   */
+  private leaveLane(e: Entry): void {
+    e.phase = "waiting";
+    e.version++;
+    this.lanes[e.lane].removed(this.liveIn[e.lane]);
+  }
+
   /** Rebuilds the delay heap from the live schedules, dropping stale slots. */
   private compactHeap(): void {
     this.delayed.clear();
@@ -450,8 +547,7 @@ export class WorkQueue {
   }
 
   /** Moves delayed keys whose time has come into their ready lanes. */
-  private promoteDue(): void {
-    const now = this.clock.now();
+  private promoteDue(now = this.clock.now()): void {
     let moved = false;
     for (let top = this.delayed.peek(); top && top.at <= now; top = this.delayed.peek()) {
       this.delayed.pop();
@@ -459,7 +555,7 @@ export class WorkQueue {
       if (e?.phase !== "waiting" || e.version !== top.version) continue;
       e.phase = "ready";
       e.readyAt = top.at;
-      this.lanes[e.lane].add(top.key);
+      this.lanes[e.lane].push(top.key, e.version);
       moved = true;
     }
     if (moved) this.metrics?.depth(this.len());

@@ -233,4 +233,42 @@ describe("WorkQueue", () => {
     expect(q.tryGet()).toBe("a");
     expect(q.tryGet()).toBeUndefined();
   });
+
+  it("keeps both lanes in FIFO order through many moves between them and push-backs", () => {
+    const { q, clock } = queue();
+    const n = 5000;
+    for (let i = 0; i < n; i++) q.add(`k${i}`, { lane: "initial" });
+    // Most keys move to the live lane (newest first), leaving their initial slots behind;
+    // some of the rest fail while ready and wait out a backoff.
+    const moved: string[] = [];
+    for (let i = n - 1; i >= 0; i--) {
+      if (i % 5 !== 0) {
+        q.add(`k${i}`);
+        moved.push(`k${i}`);
+      }
+    }
+    const pushedBack = new Set<string>();
+    for (let i = 0; i < n; i += 15) {
+      q.addRateLimited(`k${i}`);
+      pushedBack.add(`k${i}`);
+    }
+    const initial = Array.from({ length: n }, (_, i) => `k${i}`).filter(
+      (k, i) => i % 5 === 0 && !pushedBack.has(k),
+    );
+    expect(q.len()).toBe(moved.length + initial.length);
+    // Alternating, live first, until one lane is empty; then the other.
+    const want: string[] = [];
+    for (let i = 0; want.length < moved.length + initial.length; i++) {
+      if (i < moved.length) want.push(moved[i]);
+      if (i < initial.length) want.push(initial[i]);
+    }
+    const got: string[] = [];
+    for (let k = q.tryGet(); k !== undefined; k = q.tryGet()) got.push(k);
+    expect(got).toEqual(want);
+    expect(q.len()).toBe(0);
+    clock.advance(1_000);
+    const retried = new Set<string>();
+    for (let k = q.tryGet(); k !== undefined; k = q.tryGet()) retried.add(k);
+    expect(retried).toEqual(pushedBack);
+  });
 });
