@@ -95,6 +95,30 @@ function scopeKey(type: TypeRef, scope: InformerScope): string {
   ]);
 }
 
+/** The scope of a kind read with none and without a default: all of it. */
+const WHOLE_KIND: InformerScope = Object.freeze({});
+
+/** A scope's key for one kind, remembered with the values it was computed from. */
+interface ScopeKeyMemo {
+  key: string;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  metadataOnly?: boolean;
+  transform?: InformerScope["transform"];
+}
+
+/** Whether `scope` still holds the values `memo` was computed from (scopes are plain, mutable objects). */
+function memoMatches(memo: ScopeKeyMemo, scope: InformerScope): boolean {
+  return (
+    memo.namespace === scope.namespace &&
+    memo.labelSelector === scope.labelSelector &&
+    memo.fieldSelector === scope.fieldSelector &&
+    memo.metadataOnly === scope.metadataOnly &&
+    memo.transform === scope.transform
+  );
+}
+
 interface Entry {
   type: TypeRef;
   scope: InformerScope;
@@ -125,6 +149,11 @@ function fieldMatcher(selector: string | undefined): (o: KubeObject) => boolean 
 
 export class InformerCache implements Reader {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Entry keys by scope object and kind, so that a read (every reconcile makes
+   * some) does not serialize its scope again.
+   */
+  private readonly scopeKeys = new WeakMap<InformerScope, Map<string, ScopeKeyMemo>>();
   private signal: AbortSignal | undefined;
 
   constructor(
@@ -137,8 +166,9 @@ export class InformerCache implements Reader {
    * omitted), created on first request; started at once if the cache runs.
    */
   informerFor<T extends KubeObject>(type: TypeRef, scope?: InformerScope): Informer<T> {
-    const s = scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {};
-    const key = scopeKey(type, s);
+    const tk = typeKey(type);
+    const s = scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND;
+    const key = this.keyOf(type, tk, s);
     let entry = this.entries.get(key);
     if (!entry) {
       const informer = new Informer<KubeObject>(this.client, type, {
@@ -165,7 +195,8 @@ export class InformerCache implements Reader {
    * creates a new one. For kinds that stop being served.
    */
   removeInformer(type: TypeRef, scope?: InformerScope): boolean {
-    const key = scopeKey(type, scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {});
+    const tk = typeKey(type);
+    const key = this.keyOf(type, tk, scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND);
     const entry = this.entries.get(key);
     if (!entry) return false;
     this.entries.delete(key);
@@ -212,7 +243,7 @@ export class InformerCache implements Reader {
     namespace?: string,
     scope?: InformerScope,
   ): Promise<T> {
-    const informer = await this.synced<T>(type, scope);
+    const informer = this.syncedNow<T>(type, scope) ?? (await this.synced<T>(type, scope));
     const obj = informer.get(name, namespace);
     if (!obj) throw notFound(this.client, type, name);
     return obj;
@@ -241,7 +272,8 @@ export class InformerCache implements Reader {
     const scope = opts.metadataOnly
       ? { ...(opts.scope ?? this.opts.defaultScopes?.[typeKey(type)] ?? {}), metadataOnly: true }
       : opts.scope;
-    const informer = await this.synced<T>(type, scope, opts.signal);
+    const informer =
+      this.syncedNow<T>(type, scope) ?? (await this.synced<T>(type, scope, opts.signal));
     const matchFields = fieldMatcher(opts.fieldSelector);
     let items = informer.list({ namespace: opts.namespace });
     if (opts.labelSelector) {
@@ -279,6 +311,38 @@ export class InformerCache implements Reader {
       scope: e.scope,
       ...e.informer.health(),
     }));
+  }
+
+  /** The entry key of `type` (whose typeKey is `tk`) in `scope`. */
+  private keyOf(type: TypeRef, tk: string, scope: InformerScope): string {
+    let perKind = this.scopeKeys.get(scope);
+    if (!perKind) {
+      perKind = new Map();
+      this.scopeKeys.set(scope, perKind);
+    }
+    let memo = perKind.get(tk);
+    if (!memo || !memoMatches(memo, scope)) {
+      memo = {
+        key: scopeKey(type, scope),
+        namespace: scope.namespace,
+        labelSelector: scope.labelSelector,
+        fieldSelector: scope.fieldSelector,
+        metadataOnly: scope.metadataOnly,
+        transform: scope.transform,
+      };
+      perKind.set(tk, memo);
+    }
+    return memo.key;
+  }
+
+  /** The informer, if the cache runs and it has synced (a read need not wait). */
+  private syncedNow<T extends KubeObject>(
+    type: TypeRef,
+    scope: InformerScope | undefined,
+  ): Informer<T> | undefined {
+    if (!this.signal) return undefined;
+    const informer = this.informerFor<T>(type, scope);
+    return informer.hasSynced() ? informer : undefined;
   }
 
   private async synced<T extends KubeObject>(

@@ -155,6 +155,13 @@ describe("InformerCache", () => {
       '{"namespace":"a","metadataOnly":true}',
     ]);
     expect(client.stats.byVerb.list).toBe(2);
+    // A scope object changed after use names the informer of what it now says.
+    const scope: { namespace: string } = { namespace: "a" };
+    expect(cache.informerFor(CM, scope)).toBe(cache.informerFor(CM, { namespace: "a" }));
+    scope.namespace = "b";
+    const inB = (await cache.list(CM, { scope })).items;
+    expect(new Set(inB.map((o) => o.metadata.namespace))).toEqual(new Set(["b"]));
+    expect(inB.map((o) => o.metadata.name)).toContain("three");
   });
 
   it("picks up a kind that the server starts serving after the cache started", async () => {
