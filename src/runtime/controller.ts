@@ -15,33 +15,37 @@
  * Every reconcile is counted per key over a sliding minute (`reconcileCounts`),
  * which the manager publishes for hot-loop detection.
  *
+ * Cost per reconcile: what a reconcile that only reads the cache does not use
+ * is not made (see ReconcileRun: its signal, logger, id and client are made on
+ * first use); one timer per controller keeps every run's deadline; workers
+ * yield to the event loop once they have run keys back to back for
+ * `WORKER_YIELD_INTERVAL_MS`, not after every key.
+ *
  * `start()` runs the workers; `stop({ graceMs })` stops taking keys, lets the
  * reconciles in flight finish for up to `graceMs`, then aborts their signals.
  * The queue survives a stop (a standby keeps collecting keys), so a later
  * `start()` resumes; `shutDown()` ends it for good.
  */
-import { randomUUID } from "node:crypto";
 import type { KubeObject } from "../api/meta.ts";
 import type { CacheListOptions, InformerCache, InformerScope } from "./cache.ts";
 import type { Client, TypeRef } from "./client.ts";
-import { type Clock, realClock } from "./clock.ts";
+import { type Clock, realClock, type TimerHandle } from "./clock.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
-import { controllerLogger, type Logger, reconcileLogger, requestKey, silentLogger } from "./log.ts";
+import { controllerLogger, type Logger, requestKey, silentLogger } from "./log.ts";
 import type { ControllerMetrics, RuntimeMetrics } from "./metrics.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 import {
   type CacheReader,
   isTerminalError,
   parseKey,
-  type ReconcileContext,
   type Reconciler,
   type Request,
-  requestFor,
   TERMINAL_ERROR_ACTION,
 } from "./reconciler.ts";
+import { ReconcileRun, type RunDeps } from "./reconcilerun.ts";
 import { ReconcileCounter } from "./reconcilestats.ts";
 import { type Lane, WorkQueue } from "./workqueue.ts";
-import { ReconcileClient, type WrittenObject } from "./writer.ts";
+import type { WrittenObject } from "./writer.ts";
 
 /**
  * Default workers per controller. Above 1 so one slow reconcile (a remote API,
@@ -60,6 +64,15 @@ export const DEFAULT_READ_YOUR_WRITES_TIMEOUT_MS = 5_000;
  * key marked in flight, so it still never runs twice at once).
  */
 export const ABORTED_RECONCILE_WAIT_MS = 5_000;
+/**
+ * Longest a worker runs keys back to back before it yields to the event loop.
+ * A reconcile that needs no I/O and requeues itself at once would otherwise
+ * loop on promises alone and starve timers, sockets and every other part of
+ * the process; yielding after every key instead cost about 2 µs per reconcile.
+ * So a busy process's timers and I/O wait at most this long (plus one
+ * reconcile) for a turn.
+ */
+export const WORKER_YIELD_INTERVAL_MS = 1;
 
 /** Thrown (as the signal's reason) into reconciles that outlive their deadline. */
 export class ReconcileTimeoutError extends Error {
@@ -100,11 +113,6 @@ export interface ControllerOptions {
   finalizers?: string[];
 }
 
-interface InFlight {
-  abort: AbortController;
-  done: Promise<void>;
-}
-
 function typeKey(t: TypeRef): string {
   return `${t.apiVersion}/${t.kind}`;
 }
@@ -128,7 +136,13 @@ export class Controller {
   /** The reader every reconcile gets (it holds no per-reconcile state). */
   private readonly cacheReader: CacheReader;
   private readonly ownWrites = new Map<string, WrittenObject[]>();
-  private readonly inFlight = new Set<InFlight>();
+  private readonly inFlight = new Set<ReconcileRun>();
+  /** What every run of this controller shares. */
+  private readonly runDeps: RunDeps;
+  private readonly timeoutMs: number;
+  /** The one timer that aborts runs past their deadline, and when it fires. */
+  private deadlineTimer: TimerHandle | undefined;
+  private deadlineAt = Number.POSITIVE_INFINITY;
   private workersAbort: AbortController | undefined;
   private workers: Promise<void>[] = [];
   private stopping: Promise<void> | undefined;
@@ -166,6 +180,14 @@ export class Controller {
       this.usesCachedType(w.type, w.scope);
     }
     this.cacheReader = this.newReader();
+    this.timeoutMs = opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
+    this.runDeps = {
+      controller: this.name,
+      reader: this.cacheReader,
+      recorder: this.recorder,
+      client: opts.client,
+      log: this.log,
+    };
   }
 
   /** Notes that this controller reads `type` from the cache (so its writes of it are waited on). */
@@ -190,7 +212,8 @@ export class Controller {
     const t = this.opts.forType;
     if (!t) return;
     const informer = this.opts.cache.informerFor(t, this.opts.forScope);
-    for (const obj of informer.list()) this.enqueue(requestFor(obj), "initial");
+    // The informer's keys are request keys ("namespace/name", or "name").
+    for (const key of informer.keys()) this.queue.add(key, { lane: "initial" });
   }
 
   /** Whether workers are running. */
@@ -227,7 +250,7 @@ export class Controller {
     this.stopping = (async () => {
       ac.abort();
       const inflight = [...this.inFlight];
-      const all = Promise.all(inflight.map((f) => f.done));
+      const all = Promise.all(inflight.map((run) => run.whenDone()));
       if (inflight.length > 0) {
         this.log.info(
           { inFlight: inflight.length, graceMs: opts.graceMs ?? 0 },
@@ -246,15 +269,14 @@ export class Controller {
       await settlesWithin(Promise.all(workers), ABORTED_RECONCILE_WAIT_MS);
       // A start() during the drain (leadership regained) has its own workers.
       if (this.workers === workers) this.workers = [];
+      if (this.inFlight.size === 0) this.clearDeadlineTimer();
       this.log.info({ reason }, "workers stopped");
     })();
     return this.stopping;
   }
 
   private abortInFlight(reason: string): void {
-    for (const f of this.inFlight) {
-      if (!f.abort.signal.aborted) f.abort.abort(new ReconcileStoppedError(reason));
-    }
+    for (const run of this.inFlight) run.abort(new ReconcileStoppedError(reason));
   }
 
   /** Stops for good: stops the workers (draining) and shuts the queue down. */
@@ -264,6 +286,7 @@ export class Controller {
   }
 
   private async worker(signal: AbortSignal): Promise<void> {
+    let lastYield = performance.now();
     for (;;) {
       const key = await this.queue.get(signal);
       if (key === undefined) return;
@@ -279,95 +302,120 @@ export class Controller {
         // process() handles reconcile errors; this is a fault of the machinery itself.
         this.log.error({ key, err: e instanceof Error ? e.message : String(e) }, "worker failed");
       }
-      // A reconcile that needs no I/O and requeues at once would otherwise loop on
-      // promises alone and starve timers, sockets and every other part of the process.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // See WORKER_YIELD_INTERVAL_MS.
+      if (performance.now() - lastYield >= WORKER_YIELD_INTERVAL_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        lastYield = performance.now();
+      }
     }
   }
 
   private async process(key: string): Promise<void> {
-    const abort = new AbortController();
-    let finish!: () => void;
-    const entry: InFlight = { abort, done: new Promise((r) => (finish = r)) };
-    this.inFlight.add(entry);
+    const started = this.clock.now();
+    const run = new ReconcileRun(this.runDeps, key, parseKey(key), started + this.timeoutMs);
+    this.inFlight.add(run);
+    this.armDeadlineTimer(run.deadline);
     this.metrics?.activeWorkers(1);
-    const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
-    const timer = this.clock.setTimer(
-      () => abort.abort(new ReconcileTimeoutError(`reconcile exceeded ${timeoutMs} ms`)),
-      timeoutMs,
-    );
     try {
-      await this.reconcileKey(key, abort.signal);
+      await this.reconcileKey(run, started);
     } finally {
-      this.clock.clearTimer(timer);
-      this.inFlight.delete(entry);
+      this.inFlight.delete(run);
       this.metrics?.activeWorkers(-1);
       this.queue.done(key);
-      finish();
+      run.finish();
     }
   }
 
-  private async reconcileKey(key: string, signal: AbortSignal): Promise<void> {
-    const req = parseKey(key);
-    const reconcileID = randomUUID();
-    const log = reconcileLogger(this.log, req, reconcileID);
-    await this.waitForOwnWrites(key, log, signal);
-    if (signal.reason instanceof ReconcileStoppedError) {
-      this.queue.add(key); // stopped before it began: run it when workers resume
-      return;
+  /**
+   * Makes the deadline timer fire by `at`. Runs start in deadline order (one
+   * timeout per controller), so the timer set for the oldest run covers the
+   * newer ones; it is not cleared when a run ends, but checks what is in
+   * flight when it fires.
+   */
+  private armDeadlineTimer(at: number): void {
+    if (this.deadlineTimer !== undefined && this.deadlineAt <= at) return;
+    this.clearDeadlineTimer();
+    this.deadlineAt = at;
+    this.deadlineTimer = this.clock.setTimer(
+      () => this.onDeadline(),
+      Math.max(0, at - this.clock.now()),
+    );
+    // Like a timer per run cleared when it ends, it never keeps the process alive alone.
+    (this.deadlineTimer as { unref?: () => void } | undefined)?.unref?.();
+  }
+
+  private clearDeadlineTimer(): void {
+    if (this.deadlineTimer !== undefined) this.clock.clearTimer(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    this.deadlineAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Aborts the runs past their deadline; sets the timer for the next one still running. */
+  private onDeadline(): void {
+    this.deadlineTimer = undefined;
+    this.deadlineAt = Number.POSITIVE_INFINITY;
+    const now = this.clock.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const run of this.inFlight) {
+      if (run.aborted) continue;
+      if (run.deadline <= now) {
+        run.abort(new ReconcileTimeoutError(`reconcile exceeded ${this.timeoutMs} ms`));
+      } else if (run.deadline < next) {
+        next = run.deadline;
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.armDeadlineTimer(next);
+  }
+
+  private async reconcileKey(run: ReconcileRun, dequeued: number): Promise<void> {
+    const { key, request: req } = run;
+    let started = dequeued;
+    if (this.ownWrites.has(key)) {
+      await this.waitForOwnWrites(run);
+      if (run.reason instanceof ReconcileStoppedError) {
+        this.queue.add(key); // stopped before it began: run it when workers resume
+        return;
+      }
+      started = this.clock.now();
     }
     this.reconcileCounts.record(key);
-    const written: WrittenObject[] = [];
-    const client = new ReconcileClient(this.opts.client, {
-      fieldManager: this.name,
-      signal,
-      onWrite: (w) => written.push(w),
-    });
-    const ctx: ReconcileContext = {
-      reader: this.cacheReader,
-      client,
-      log,
-      recorder: this.recorder,
-      signal,
-      reconcileID,
-      controller: this.name,
-    };
-    const started = this.clock.now();
     const seconds = () => (this.clock.now() - started) / 1000;
     try {
-      const result = await this.opts.reconciler(req, ctx);
+      const result = await this.opts.reconciler(req, run);
       this.queue.forget(key);
       const after = result?.requeueAfter;
       if (after !== undefined) {
         this.queue.addAfter(key, after);
         this.metrics?.reconciled("requeue_after", seconds());
-        log.debug({ requeueAfter: after }, "reconciled; requeue requested");
+        if (this.log.isLevelEnabled("debug")) {
+          run.log.debug({ requeueAfter: after }, "reconciled; requeue requested");
+        }
       } else {
         this.metrics?.reconciled("success", seconds());
-        log.debug("reconciled");
+        if (this.log.isLevelEnabled("debug")) run.log.debug("reconciled");
       }
     } catch (e) {
       this.metrics?.reconciled("error", seconds());
       const message = e instanceof Error ? e.message : String(e);
-      if (signal.reason instanceof ReconcileStoppedError) {
+      if (run.reason instanceof ReconcileStoppedError) {
         // Cut short by a stop, not by its own fault: run again when workers resume.
         this.queue.add(key);
-        log.info({ err: message }, "reconcile stopped");
+        run.log.info({ err: message }, "reconcile stopped");
       } else if (isTerminalError(e)) {
         this.queue.forget(key);
         this.metrics?.failed(true);
-        log.error({ err: message }, "reconcile failed with a terminal error; not retrying");
+        run.log.error({ err: message }, "reconcile failed with a terminal error; not retrying");
         this.recordTerminal(req, e);
       } else {
         this.queue.addRateLimited(key);
         this.metrics?.failed(false);
-        log.error(
+        run.log.error(
           { err: message, retries: this.queue.numRequeues(key) },
           "reconcile failed; retrying with backoff",
         );
       }
     } finally {
-      if (written.length > 0) this.ownWrites.set(key, written);
+      if (run.written) this.ownWrites.set(key, run.written);
     }
   }
 
@@ -398,10 +446,11 @@ export class Controller {
     };
   }
 
-  private async waitForOwnWrites(key: string, log: Logger, signal: AbortSignal): Promise<void> {
-    const writes = this.ownWrites.get(key);
+  private async waitForOwnWrites(run: ReconcileRun): Promise<void> {
+    const writes = this.ownWrites.get(run.key);
     if (!writes) return;
-    this.ownWrites.delete(key);
+    this.ownWrites.delete(run.key);
+    const signal = run.signal;
     const timeout = this.opts.readYourWritesTimeoutMs ?? DEFAULT_READ_YOUR_WRITES_TIMEOUT_MS;
     const latest = new Map<string, WrittenObject>();
     for (const w of writes) {
@@ -426,7 +475,10 @@ export class Controller {
     );
     const results = await Promise.race([waits, aborted]);
     if (results.includes(false)) {
-      log.warn({ timeoutMs: timeout }, "cache did not catch up with this key's own writes in time");
+      run.log.warn(
+        { timeoutMs: timeout },
+        "cache did not catch up with this key's own writes in time",
+      );
     }
   }
 

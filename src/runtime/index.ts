@@ -51,11 +51,14 @@
  *   A `TerminalError` is not retried and becomes a Warning Event on the object
  *   with action `TerminalError`.
  * - Workers: 4 per controller by default (`maxConcurrentReconciles`); each
- *   yields to the event loop between keys, so a key that requeues itself at
- *   once cannot starve timers and I/O. Waiting workers share one abort
- *   listener on their stop signal, however many there are.
+ *   yields to the event loop after at most 1 ms of keys back to back
+ *   (`WORKER_YIELD_INTERVAL_MS`), so a key that requeues itself at once cannot
+ *   starve timers and I/O. Waiting workers share one abort listener on their
+ *   stop signal, however many there are.
  * - Each reconcile's signal aborts after 60 s, on a lost lease, or when the
- *   shutdown grace (30 s) runs out; its client then refuses writes.
+ *   shutdown grace (30 s) runs out; its client then refuses writes. One timer
+ *   per controller keeps the deadlines; the context's signal, logger, client
+ *   and reconcile id are made on first use.
  * - Read-your-own-writes: a key's next reconcile waits (up to 5 s) until the
  *   cache has seen the objects its previous reconcile wrote.
  * - Leader election: Lease 15 s, renew deadline 10 s, retry 2 s; the standby
@@ -118,6 +121,7 @@ export {
   DEFAULT_RECONCILE_TIMEOUT_MS,
   ReconcileStoppedError,
   ReconcileTimeoutError,
+  WORKER_YIELD_INTERVAL_MS,
 } from "./controller.ts";
 export {
   groupResource,

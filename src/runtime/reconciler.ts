@@ -46,7 +46,14 @@ export const TERMINAL_ERROR_ACTION = "TerminalError";
  */
 export type CacheReader = Pick<InformerCache, "get" | "list" | "peek">;
 
-/** Everything a reconcile gets besides its request. */
+/**
+ * Everything a reconcile gets besides its request.
+ *
+ * `signal`, `log`, `client` and `reconcileID` are made on first access (a
+ * reconcile that only reads the cache makes none of them), so they are
+ * accessors: pass the context itself, or name the parts, rather than copying
+ * it with a spread (`{ ...ctx }` leaves them out).
+ */
 export interface ReconcileContext {
   /** Reads from the shared informer cache (fast, possibly slightly stale). */
   reader: CacheReader;

@@ -33,7 +33,8 @@ export interface WrittenObject {
 
 export interface ReconcileClientOptions {
   fieldManager: string;
-  signal: AbortSignal;
+  /** The reconcile's signal, or a function giving it (called on the first request). */
+  signal: AbortSignal | (() => AbortSignal);
   onWrite(w: WrittenObject): void;
 }
 
@@ -48,6 +49,12 @@ export class ReconcileClient {
     private readonly opts: ReconcileClientOptions,
   ) {}
 
+  /** The reconcile's signal, passed to every call. */
+  private get signal(): AbortSignal {
+    const s = this.opts.signal;
+    return typeof s === "function" ? s() : s;
+  }
+
   /** Reads from the server (uncached). Prefer the context's cache reader. */
   get<T extends KubeObject>(
     type: TypeRef,
@@ -55,12 +62,12 @@ export class ReconcileClient {
     namespace?: string,
     opts: GetOptions = {},
   ): Promise<T> {
-    return this.client.get<T>(type, name, namespace, withSignal(opts, this.opts.signal));
+    return this.client.get<T>(type, name, namespace, withSignal(opts, this.signal));
   }
 
   /** Lists from the server (uncached). Prefer the context's cache reader. */
   list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
-    return this.client.list<T>(type, withSignal(opts, this.opts.signal));
+    return this.client.list<T>(type, withSignal(opts, this.signal));
   }
 
   create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
@@ -95,31 +102,29 @@ export class ReconcileClient {
       ...opts,
       fieldManager: opts.fieldManager ?? this.opts.fieldManager,
     };
-    return this.track(typeOf(obj), () =>
-      this.client.apply(obj, withSignal(full, this.opts.signal)),
-    );
+    return this.track(typeOf(obj), () => this.client.apply(obj, withSignal(full, this.signal)));
   }
 
   delete(type: TypeRef, name: string, namespace?: string, opts: DeleteOptions = {}): Promise<void> {
     this.refuseIfAborted();
-    return this.client.delete(type, name, namespace, withSignal(opts, this.opts.signal));
+    return this.client.delete(type, name, namespace, withSignal(opts, this.signal));
   }
 
   /** Deletes every object of a kind the options select (one request). */
   deleteCollection(type: TypeRef, opts: DeleteCollectionOptions = {}): Promise<void> {
     this.refuseIfAborted();
-    return this.client.deleteCollection(type, withSignal(opts, this.opts.signal));
+    return this.client.deleteCollection(type, withSignal(opts, this.signal));
   }
 
   private writeOpts<O extends WriteOptions>(opts: O): O {
     return withSignal(
       { ...opts, fieldManager: opts.fieldManager ?? this.opts.fieldManager },
-      this.opts.signal,
+      this.signal,
     );
   }
 
   private refuseIfAborted(): void {
-    const s = this.opts.signal;
+    const s = this.signal;
     if (s.aborted) {
       throw s.reason instanceof Error
         ? s.reason
