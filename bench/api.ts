@@ -327,6 +327,8 @@ interface FanoutLoad {
 interface FanoutFigures {
   writesPerSecond: number;
   failedWrites: number;
+  /** How long the writer's creates took to be answered (ms). */
+  createMs: { p50: number; p99: number };
   delivery: { p50: number; p99: number; max: number; samples: number };
   lost: number;
   endedWatchers: number;
@@ -408,6 +410,7 @@ async function fanout(server: ChildServer, ns: string, load: FanoutLoad): Promis
     return {
       writesPerSecond: written / report.seconds,
       failedWrites: report.failed,
+      createMs: report.createMs,
       delivery: {
         p50: percentile(values, 50),
         p99: percentile(values, 99),
@@ -434,7 +437,8 @@ function describeFanout(who: string, load: FanoutLoad, f: FanoutFigures): string
   const pct = (x: number) => `${Math.round(x * 100)}%`;
   return (
     `fan-out ${who}, ${load.watchers} watchers x ${load.rate} writes/s: ` +
-    `${Math.round(f.writesPerSecond)} writes/s achieved (${f.failedWrites} failed), ` +
+    `${Math.round(f.writesPerSecond)} writes/s achieved (${f.failedWrites} failed; ` +
+    `answered in p50 ${f.createMs.p50.toFixed(1)} ms, p99 ${f.createMs.p99.toFixed(1)} ms), ` +
     `delivery p50 ${f.delivery.p50.toFixed(1)} ms, p99 ${f.delivery.p99.toFixed(1)} ms, ` +
     `max ${f.delivery.max.toFixed(1)} ms over ${f.delivery.samples} deliveries, ` +
     `${f.lost} lost, ${f.endedWatchers} watches ended; ` +

@@ -23,6 +23,14 @@ export interface WriterReport {
   sent: number;
   failed: number;
   seconds: number;
+  /** How long the creates took to be answered (ms): p50 and p99 of the successful ones. */
+  createMs: { p50: number; p99: number };
+}
+
+/** The p-th percentile (0..100) of sorted `values`, nearest-rank; NaN when empty. */
+function percentileOf(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  return values[Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))];
 }
 
 async function main(): Promise<void> {
@@ -42,14 +50,18 @@ async function main(): Promise<void> {
   const pending = new Set<Promise<void>>();
   let sent = 0;
   let failed = 0;
+  const answered: number[] = [];
   const start = performance.now();
   while (performance.now() - start < ms) {
     const due = Math.floor(((performance.now() - start) / 1000) * rate);
     while (sent < due) {
+      const t0 = performance.now();
       const p = client
         .expect(201, "POST", path, body(`f-${sent++}-${epochMicros()}`))
         .then(
-          () => {},
+          () => {
+            answered.push(performance.now() - t0);
+          },
           () => {
             failed++;
           },
@@ -60,7 +72,13 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1));
   }
   await Promise.all(pending);
-  const report: WriterReport = { sent, failed, seconds: (performance.now() - start) / 1000 };
+  answered.sort((a, b) => a - b);
+  const report: WriterReport = {
+    sent,
+    failed,
+    seconds: (performance.now() - start) / 1000,
+    createMs: { p50: percentileOf(answered, 50), p99: percentileOf(answered, 99) },
+  };
   client.close();
   process.send?.(report, () => process.exit(0));
 }

@@ -26,7 +26,14 @@ import type { ListOptions } from "./listoptions.ts";
 import { partialMetadata, type Renderer, tableOf } from "./render.ts";
 import { setWarnings } from "./response.ts";
 import { tooLargeResourceVersion } from "./storeerrors.ts";
-import type { CacheEntry, CacheEvent, CacheWatcher, EventSide, EventType } from "./watchcache.ts";
+import type {
+  CacheEntry,
+  CacheEvent,
+  CacheWatcher,
+  EventSide,
+  EventType,
+  SharedChunks,
+} from "./watchcache.ts";
 
 /** The annotation that marks the bookmark ending a watch's initial events. */
 export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
@@ -37,14 +44,25 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
  */
 export const WATCH_FRESHNESS_WAIT_MS = 100;
 
+const EVENT_TYPES: readonly EventType[] = ["ADDED", "MODIFIED", "DELETED"];
+
 /** Renders watch event objects in one representation, caching per event. */
 class EventRenderer {
   readonly raw: boolean;
+  readonly table: boolean;
   readonly key: string;
+  /** The event cache keys of this representation, by (type, side, without table headers). */
+  readonly #lineKeys: string[] = [];
 
   constructor(readonly r: Renderer) {
     this.raw = r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
+    this.table = r.output.kind === "table";
     this.key = `${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
+    for (const type of EVENT_TYPES) {
+      for (const side of ["cur", "prev"]) {
+        for (const nh of ["", "nh"]) this.#lineKeys.push(`${this.key}:${nh}|${type}|${side}`);
+      }
+    }
   }
 
   /** The embedded object JSON of `obj` (for objects not from a cache event). */
@@ -68,15 +86,48 @@ class EventRenderer {
 
   /** The line for one side of a cache event (computed once per event and representation). */
   eventLine(ev: CacheEvent, type: EventType, side: EventSide, noHeaders: boolean): string {
-    const table = this.r.output.kind === "table";
-    const key = `${this.key}:${table && noHeaders ? "nh" : ""}|${type}|${side}`;
-    return ev.rendered(key, () => {
+    const index =
+      (type === "ADDED" ? 0 : type === "MODIFIED" ? 4 : 8) +
+      (side === "cur" ? 0 : 2) +
+      (this.table && noHeaders ? 1 : 0);
+    const key = this.#lineKeys[index];
+    let line = ev.cachedRendering(key);
+    if (line === undefined) {
       const obj = this.raw
         ? ev.json(side)
         : this.object(side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
-      return `{"type":"${type}","object":${obj}}\n`;
-    });
+      line = `{"type":"${type}","object":${obj}}\n`;
+      ev.keepRendering(key, line);
+    }
+    return line;
   }
+}
+
+/** What a watcher with filter `f` is sent for an event: its type and side, or null. */
+function selectEvent(f: ObjectFilter, ev: CacheEvent): { type: EventType; side: EventSide } | null {
+  if (ev.type === "ADDED") return entryMatches(f, ev.cur!) ? ADDED_CUR : null;
+  if (ev.type === "DELETED") return entryMatches(f, ev.prev!) ? DELETED_PREV : null;
+  const now = entryMatches(f, ev.cur!);
+  const before = ev.prev !== null && entryMatches(f, ev.prev);
+  if (now && before) return MODIFIED_CUR;
+  if (now) return ADDED_CUR;
+  if (before) return DELETED_PREV;
+  return null;
+}
+
+const ADDED_CUR = { type: "ADDED", side: "cur" } as const;
+const MODIFIED_CUR = { type: "MODIFIED", side: "cur" } as const;
+const DELETED_PREV = { type: "DELETED", side: "prev" } as const;
+
+/**
+ * The key under which watchers share their output in a flush: equal for watchers
+ * sent exactly the same lines for the same events (same representation, same
+ * selection); undefined for Table output, whose first object carries the column
+ * headers and later ones do not, per watcher.
+ */
+function shareKeyOf(renderer: EventRenderer, filter: ObjectFilter): string | undefined {
+  if (renderer.table) return undefined;
+  return `${renderer.key}|${JSON.stringify([filter.namespace ?? null, filter.labels, filter.fields])}`;
 }
 
 function errorLine(status: Status): string {
@@ -104,7 +155,11 @@ class HttpWatcher implements CacheWatcher {
   ) {
     this.startRev = startRev;
     this.#lastRev = startRev;
+    this.shareKey = shareKeyOf(renderer, filter);
   }
+
+  /** The key of the output this watcher shares with others alike (see shareKeyOf). */
+  readonly shareKey: string | undefined;
 
   get closed(): boolean {
     return this.#closed;
@@ -167,32 +222,13 @@ class HttpWatcher implements CacheWatcher {
 
   deliver(ev: CacheEvent): void {
     if (this.#closed) return;
-    const f = this.filter;
-    let type: EventType | null = null;
-    let side: EventSide = "cur";
     try {
-      if (ev.type === "ADDED") {
-        if (entryMatches(f, ev.cur!)) type = "ADDED";
-      } else if (ev.type === "DELETED") {
-        if (entryMatches(f, ev.prev!)) {
-          type = "DELETED";
-          side = "prev";
-        }
-      } else {
-        const now = entryMatches(f, ev.cur!);
-        const before = ev.prev !== null && entryMatches(f, ev.prev);
-        if (now && before) type = "MODIFIED";
-        else if (now) type = "ADDED";
-        else if (before) {
-          type = "DELETED";
-          side = "prev";
-        }
-      }
       if (ev.rev > this.#lastRev) this.#lastRev = ev.rev;
-      if (type === null) return;
-      const table = this.renderer.r.output.kind === "table";
+      const sel = selectEvent(this.filter, ev);
+      if (sel === null) return;
+      const table = this.renderer.table;
       this.#pending.push(
-        this.renderer.eventLine(ev, type, side, table ? this.#noHeaders() : false),
+        this.renderer.eventLine(ev, sel.type, sel.side, table ? this.#noHeaders() : false),
       );
     } catch (err) {
       this.scope.ctx.logger?.error({ err }, "watch event could not be rendered");
@@ -200,8 +236,51 @@ class HttpWatcher implements CacheWatcher {
     }
   }
 
+  deliverBatch(events: readonly CacheEvent[], shared: SharedChunks): void {
+    if (this.#closed) return;
+    let from = 0;
+    while (from < events.length && events[from].rev <= this.startRev) from++;
+    if (from === events.length) {
+      this.flush();
+      return;
+    }
+    const shareKey = this.shareKey;
+    if (shareKey !== undefined && this.#pending.length === 0 && this.#headersSent) {
+      // Watchers alike share one chunk: lines joined and encoded once per flush.
+      const chunk = shared.get(from === 0 ? shareKey : `${shareKey}|${from}`, () =>
+        this.#linesOf(events, from),
+      );
+      if (chunk !== undefined) {
+        const last = events[events.length - 1].rev;
+        if (last > this.#lastRev) this.#lastRev = last;
+        if (chunk !== null) this.#write(chunk);
+        return;
+      }
+    }
+    for (let i = from; i < events.length; i++) this.deliver(events[i]);
+    this.flush();
+  }
+
+  /** The text sent for `events[from..]` (null when none is selected); throws if one cannot be rendered. */
+  #linesOf(events: readonly CacheEvent[], from: number): string | null {
+    const lines: string[] = [];
+    for (let i = from; i < events.length; i++) {
+      const sel = selectEvent(this.filter, events[i]);
+      if (sel !== null) lines.push(this.renderer.eventLine(events[i], sel.type, sel.side, false));
+    }
+    if (lines.length === 0) return null;
+    return lines.length === 1 ? lines[0] : lines.join("");
+  }
+
   flush(): void {
     if (this.#pending.length === 0 || !this.#headersSent) return;
+    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
+    this.#pending = [];
+    this.#write(chunk);
+  }
+
+  /** Writes a chunk of output, unless the client stopped reading (then the watch is cut off). */
+  #write(chunk: string | Buffer): void {
     const res = this.scope.res;
     if (res.writableEnded || res.destroyed) {
       this.#pending = [];
@@ -217,8 +296,6 @@ class HttpWatcher implements CacheWatcher {
       this.close(true);
       return;
     }
-    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
-    this.#pending = [];
     res.write(chunk);
   }
 
@@ -303,7 +380,7 @@ export async function serveWatch(scope: RequestScope, opts: ListOptions): Promis
     filter,
     opts.allowWatchBookmarks,
     0,
-    () => cache.rev,
+    () => cache.deliveredRev,
   );
   const prefix = collectionPrefix(scope.def, scope.namespace);
 

@@ -24,6 +24,16 @@ import { resourcePrefix } from "./keys.ts";
 import type { ApiLimits } from "./limits.ts";
 import { fieldValues } from "./listoptions.ts";
 
+/**
+ * Flushes of watch output are spaced by at least the time the previous flush
+ * took, times this: with many watchers, writing out takes at most about half the
+ * event loop's time, and each flush carries every event since the previous one in
+ * one write per watcher (fewer, larger writes), instead of one per turn of the loop.
+ */
+export const WATCH_FLUSH_SPACING = 1;
+/** The longest a flush of watch output is put off by WATCH_FLUSH_SPACING, in ms. */
+export const WATCH_FLUSH_MAX_DELAY_MS = 25;
+
 /** Events a storage watch may buffer for the cache before it is cut off. */
 export const CACHE_STORAGE_WATCH_BUFFER = 100_000;
 /**
@@ -61,8 +71,8 @@ export type EventSide = "cur" | "prev";
 
 /** One change, as the cache distributes it. */
 export class CacheEvent {
-  /** Renderings of this event by key, each computed once. */
-  readonly #lines = new Map<string, string>();
+  /** Renderings of this event by key, each computed once (made on first use). */
+  #lines: Map<string, string> | undefined;
   #prevAtRev: KubeObject | undefined;
   #cur: KubeObject | undefined;
 
@@ -95,22 +105,78 @@ export class CacheEvent {
   json(side: EventSide): string {
     if (side === "cur") return this.cur!.json;
     const key = "json:prev";
-    let s = this.#lines.get(key);
+    let s = this.cachedRendering(key);
     if (s === undefined) {
       s = JSON.stringify(this.prevObject());
-      this.#lines.set(key, s);
+      this.keepRendering(key, s);
     }
     return s;
   }
 
   /** A rendering of this event, computed by `make` the first time `key` is asked for. */
   rendered(key: string, make: () => string): string {
-    let s = this.#lines.get(key);
+    let s = this.cachedRendering(key);
     if (s === undefined) {
       s = make();
-      this.#lines.set(key, s);
+      this.keepRendering(key, s);
     }
     return s;
+  }
+
+  /** The rendering kept under `key`, if any. */
+  cachedRendering(key: string): string | undefined {
+    return this.#lines?.get(key);
+  }
+
+  /** Keeps `s` as this event's rendering under `key`. */
+  keepRendering(key: string, s: string): void {
+    this.#lines ??= new Map();
+    this.#lines.set(key, s);
+  }
+
+  /**
+   * Forgets the renderings and parsed objects (once the event went out to the
+   * watchers of its flush: a watch starting later from the window renders it
+   * again), so the window holds only the entries.
+   */
+  dropRenderings(): void {
+    this.#lines = undefined;
+    this.#cur = undefined;
+    this.#prevAtRev = undefined;
+  }
+}
+
+/**
+ * What the watchers of one flush share: each chunk of output, by a key naming
+ * everything that decides it (representation, selection, first event), made once
+ * and written to every watcher whose output it is.
+ */
+export class SharedChunks {
+  /** Chunks by key: null when there is nothing to send, false when making it failed. */
+  readonly #chunks = new Map<string, Buffer | null | false>();
+
+  /**
+   * The chunk under `key`, made by `make` the first time: null when `make` has
+   * nothing to send, undefined when it throws (each watcher then renders on its
+   * own, and reports the failure itself).
+   */
+  get(key: string, make: () => string | null): Buffer | null | undefined {
+    let chunk = this.#chunks.get(key);
+    if (chunk === undefined) {
+      try {
+        const text = make();
+        chunk = text === null || text === "" ? null : Buffer.from(text, "utf8");
+      } catch {
+        chunk = false;
+      }
+      this.#chunks.set(key, chunk);
+    }
+    return chunk === false ? undefined : chunk;
+  }
+
+  /** Number of distinct chunks made. */
+  get size(): number {
+    return this.#chunks.size;
   }
 }
 
@@ -121,6 +187,13 @@ export interface CacheWatcher {
   deliver(ev: CacheEvent): void;
   /** Events for this batch were delivered: write them out. */
   flush(): void;
+  /**
+   * Delivers a batch of events (in revision order, some possibly at or below
+   * startRev) and writes them out; watchers that have it are given whole batches
+   * instead of deliver() and flush(), with the chunks shared among the watchers of
+   * the same flush.
+   */
+  deliverBatch?(events: readonly CacheEvent[], shared: SharedChunks): void;
   /** The cache is stopping or restarting: end the watch. */
   terminate(): void;
 }
@@ -201,6 +274,11 @@ export class WatchCache {
   #resolveReady!: () => void;
   #rejectReady!: (err: unknown) => void;
   #flushScheduled = false;
+  /** Events applied since the last flush, in revision order. */
+  #batch: CacheEvent[] = [];
+  /** When the last flush ended (performance.now()) and how long it took, in ms. */
+  #lastFlushEnd = 0;
+  #lastFlushTook = 0;
   #loop: Promise<void> | null = null;
   /** Set when the objects must be read again (see reload()). */
   #reloadWanted = false;
@@ -234,6 +312,14 @@ export class WatchCache {
   /** Resolves when the first listing is loaded. */
   ready(): Promise<void> {
     return this.#readyPromise;
+  }
+
+  /**
+   * The revision up to which every event has been handed to the watchers: events
+   * above it wait for the next flush (a bookmark must not claim them yet).
+   */
+  get deliveredRev(): number {
+    return this.#batch.length > 0 ? this.#batch[0].rev - 1 : this.rev;
   }
 
   /** Number of objects held. */
@@ -503,10 +589,10 @@ export class WatchCache {
     if (event) {
       const evicted = this.#window.push(event);
       if (evicted) this.oldestRev = evicted.rev;
-      for (const w of this.#watchers) {
-        if (ev.revision > w.startRev) w.deliver(event);
+      if (this.#watchers.size > 0) {
+        this.#batch.push(event);
+        this.#scheduleFlush();
       }
-      this.#scheduleFlush();
     }
     if (this.#waiters.length > 0) {
       const due = this.#waiters.filter((w) => w.rev <= this.rev);
@@ -527,13 +613,42 @@ export class WatchCache {
   #scheduleFlush(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.#flushScheduled = false;
-      for (const w of [...this.#watchers]) w.flush();
-    });
+      this.#flush();
+    };
+    const wait =
+      this.#lastFlushEnd +
+      Math.min(this.#lastFlushTook * WATCH_FLUSH_SPACING, WATCH_FLUSH_MAX_DELAY_MS) -
+      performance.now();
+    if (wait >= 1) setTimeout(run, wait);
+    else setImmediate(run);
+  }
+
+  /** Hands the events applied since the last flush to every watcher, and writes them out. */
+  #flush(): void {
+    const events = this.#batch;
+    if (events.length === 0) return;
+    this.#batch = [];
+    const start = performance.now();
+    const shared = new SharedChunks();
+    for (const w of [...this.#watchers]) {
+      if (w.deliverBatch) {
+        w.deliverBatch(events, shared);
+        continue;
+      }
+      for (const ev of events) if (ev.rev > w.startRev) w.deliver(ev);
+      w.flush();
+    }
+    for (const ev of events) ev.dropRenderings();
+    const end = performance.now();
+    this.#lastFlushEnd = end;
+    this.#lastFlushTook = end - start;
   }
 
   #terminateWatchers(): void {
+    // Events applied before the end still go out.
+    this.#flush();
     for (const w of [...this.#watchers]) w.terminate();
     this.#watchers.clear();
   }
