@@ -84,40 +84,26 @@ function transformId(fn: InformerScope["transform"]): number {
   return id;
 }
 
-function scopeKey(type: TypeRef, scope: InformerScope): string {
-  return JSON.stringify([
-    typeKey(type),
-    scope.namespace ?? "",
-    scope.labelSelector ?? "",
-    scope.fieldSelector ?? "",
-    scope.metadataOnly === true,
-    transformId(scope.transform),
-  ]);
+/**
+ * The entry key of a kind (`tk`, its typeKey) in `scope`. Every read computes
+ * it, so it is a plain concatenation, the fields joined with NUL; a scope with
+ * a NUL in a field (no valid one has) is serialized as JSON instead, which
+ * holds no raw NUL, so two scopes never share a key.
+ */
+function scopeKey(tk: string, scope: InformerScope): string {
+  const ns = scope.namespace ?? "";
+  const labels = scope.labelSelector ?? "";
+  const fields = scope.fieldSelector ?? "";
+  const meta = scope.metadataOnly === true ? "1" : "0";
+  const t = transformId(scope.transform);
+  if (labels.includes("\0") || fields.includes("\0") || ns.includes("\0")) {
+    return JSON.stringify([tk, ns, labels, fields, meta, t]);
+  }
+  return `${tk}\0${ns}\0${labels}\0${fields}\0${meta}\0${t}`;
 }
 
 /** The scope of a kind read with none and without a default: all of it. */
 const WHOLE_KIND: InformerScope = Object.freeze({});
-
-/** A scope's key for one kind, remembered with the values it was computed from. */
-interface ScopeKeyMemo {
-  key: string;
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  metadataOnly?: boolean;
-  transform?: InformerScope["transform"];
-}
-
-/** Whether `scope` still holds the values `memo` was computed from (scopes are plain, mutable objects). */
-function memoMatches(memo: ScopeKeyMemo, scope: InformerScope): boolean {
-  return (
-    memo.namespace === scope.namespace &&
-    memo.labelSelector === scope.labelSelector &&
-    memo.fieldSelector === scope.fieldSelector &&
-    memo.metadataOnly === scope.metadataOnly &&
-    memo.transform === scope.transform
-  );
-}
 
 interface Entry {
   type: TypeRef;
@@ -149,11 +135,6 @@ function fieldMatcher(selector: string | undefined): (o: KubeObject) => boolean 
 
 export class InformerCache implements Reader {
   private readonly entries = new Map<string, Entry>();
-  /**
-   * Entry keys by scope object and kind, so that a read (every reconcile makes
-   * some) does not serialize its scope again.
-   */
-  private readonly scopeKeys = new WeakMap<InformerScope, Map<string, ScopeKeyMemo>>();
   private signal: AbortSignal | undefined;
 
   constructor(
@@ -168,7 +149,7 @@ export class InformerCache implements Reader {
   informerFor<T extends KubeObject>(type: TypeRef, scope?: InformerScope): Informer<T> {
     const tk = typeKey(type);
     const s = scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND;
-    const key = this.keyOf(type, tk, s);
+    const key = scopeKey(tk, s);
     let entry = this.entries.get(key);
     if (!entry) {
       const informer = new Informer<KubeObject>(this.client, type, {
@@ -196,7 +177,7 @@ export class InformerCache implements Reader {
    */
   removeInformer(type: TypeRef, scope?: InformerScope): boolean {
     const tk = typeKey(type);
-    const key = this.keyOf(type, tk, scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND);
+    const key = scopeKey(tk, scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND);
     const entry = this.entries.get(key);
     if (!entry) return false;
     this.entries.delete(key);
@@ -311,28 +292,6 @@ export class InformerCache implements Reader {
       scope: e.scope,
       ...e.informer.health(),
     }));
-  }
-
-  /** The entry key of `type` (whose typeKey is `tk`) in `scope`. */
-  private keyOf(type: TypeRef, tk: string, scope: InformerScope): string {
-    let perKind = this.scopeKeys.get(scope);
-    if (!perKind) {
-      perKind = new Map();
-      this.scopeKeys.set(scope, perKind);
-    }
-    let memo = perKind.get(tk);
-    if (!memo || !memoMatches(memo, scope)) {
-      memo = {
-        key: scopeKey(type, scope),
-        namespace: scope.namespace,
-        labelSelector: scope.labelSelector,
-        fieldSelector: scope.fieldSelector,
-        metadataOnly: scope.metadataOnly,
-        transform: scope.transform,
-      };
-      perKind.set(tk, memo);
-    }
-    return memo.key;
   }
 
   /** The informer, if the cache runs and it has synced (a read need not wait). */
