@@ -48,7 +48,8 @@ export function kind<T extends KubeObject = KubeObject>(
   return { apiVersion, kind: kindName };
 }
 
-export interface WatchOptions<T extends KubeObject> {
+/** How `for`, `owns` and `watches` watch a kind. */
+export interface BuilderWatchOptions<T extends KubeObject> {
   predicates?: Predicate<T>[];
   /** Watch only part of the kind (namespace, selectors, metadata only). */
   scope?: InformerScope;
@@ -90,7 +91,7 @@ export class ControllerBuilder {
   }
 
   /** The kind this controller reconciles (exactly one). */
-  for<U extends KubeObject>(type: Kind<U> | TypeRef, opts: WatchOptions<U> = {}): this {
+  for<U extends KubeObject>(type: Kind<U> | TypeRef, opts: BuilderWatchOptions<U> = {}): this {
     if (this.forWatch) throw new Error(`controller ${this.name}: for() may be called only once`);
     this.forWatch = {
       type: { apiVersion: type.apiVersion, kind: type.kind },
@@ -102,7 +103,7 @@ export class ControllerBuilder {
   }
 
   /** A kind whose objects this controller creates and controls (by ownerReference). */
-  owns<U extends KubeObject>(type: Kind<U> | TypeRef, opts: WatchOptions<U> = {}): this {
+  owns<U extends KubeObject>(type: Kind<U> | TypeRef, opts: BuilderWatchOptions<U> = {}): this {
     this.watchList.push({
       type: { apiVersion: type.apiVersion, kind: type.kind },
       scope: opts.scope,
@@ -116,7 +117,7 @@ export class ControllerBuilder {
   watches<U extends KubeObject>(
     type: Kind<U> | TypeRef,
     map: MapFn<U>,
-    opts: WatchOptions<U> = {},
+    opts: BuilderWatchOptions<U> = {},
   ): this {
     this.watchList.push({
       type: { apiVersion: type.apiVersion, kind: type.kind },

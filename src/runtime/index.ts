@@ -61,6 +61,10 @@
  *   and reconcile id are made on first use.
  * - Read-your-own-writes: a key's next reconcile waits (up to 5 s) until the
  *   cache has seen the objects its previous reconcile wrote.
+ * - Scoped reads: in a reconcile, `ctx.reader` reads a kind the controller
+ *   watches (`for`, `owns`, `watches`) from that watch's informer unless the
+ *   read names another scope, so a scoped watch never leads to a second,
+ *   unscoped list and watch of the kind.
  * - Leader election: Lease 15 s, renew deadline 10 s, retry 2 s; the standby
  *   keeps its caches and queues warm; release on shutdown. The finalizers the
  *   controllers declare are published on the Lease (`setpoint.dev/finalizers`),
@@ -80,12 +84,15 @@
 
 export {
   type BuilderOptions,
+  type BuilderWatchOptions,
   type ControllerBuilder,
   type Kind,
   kind,
   type MapFn,
+  type WatchSpec,
 } from "./builder.ts";
 export {
+  type CachedInformerHealth,
   type CacheListOptions,
   InformerCache,
   type InformerCacheOptions,
@@ -112,7 +119,7 @@ export {
   type WatchOptions,
   type WriteOptions,
 } from "./client.ts";
-export { type Clock, realClock } from "./clock.ts";
+export { type Clock, realClock, type TimerHandle } from "./clock.ts";
 export {
   Controller,
   type ControllerOptions,
@@ -169,6 +176,7 @@ export {
   setCondition,
   setErrorCondition,
   setStatusCondition,
+  type WithConditions,
 } from "./helpers/conditions.ts";
 export {
   type CreateOrUpdateOptions,
@@ -190,7 +198,7 @@ export {
   setControllerReference,
   setOwnerReference,
 } from "./helpers/ownerrefs.ts";
-export { updateStatusIfChanged } from "./helpers/status.ts";
+export { updateStatusIfChanged, type WithStatus } from "./helpers/status.ts";
 export {
   compareResourceVersions,
   type EventHandler,
@@ -212,7 +220,7 @@ export {
   type Lease,
   type LeaseSpec,
 } from "./leaderelection.ts";
-export { createLogger, type Logger, silentLogger } from "./log.ts";
+export { createLogger, type Logger, type LoggerOptions, silentLogger } from "./log.ts";
 export {
   DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
   FINALIZERS_ANNOTATION,
@@ -223,7 +231,7 @@ export {
   RUNNABLE_STOP_TIMEOUT_MS,
   type Runnable,
 } from "./manager.ts";
-export { RuntimeMetrics } from "./metrics.ts";
+export { RuntimeMetrics, type RuntimeMetricsOptions } from "./metrics.ts";
 export { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, OWNER_UID_INDEX } from "./objectstore.ts";
 export {
   and,
@@ -237,10 +245,13 @@ export {
   resourceVersionChanged,
 } from "./predicates.ts";
 export {
+  type ControllerRateLimiterOptions,
   defaultControllerRateLimiter,
+  type ExponentialBackoffOptions,
   ExponentialBackoffRateLimiter,
   MaxOfRateLimiter,
   type RateLimiter,
+  type TokenBucketOptions,
   TokenBucketRateLimiter,
 } from "./ratelimiter.ts";
 export {
@@ -259,7 +270,21 @@ export {
   type KeyReconciles,
   RECONCILE_STATS_TOP_KEYS,
   RECONCILE_STATS_WINDOW_MS,
+  type ReconcileCounter,
   type ReconcileStats,
 } from "./reconcilestats.ts";
-export { type AddOptions, type Lane, WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
-export { ReconcileClient } from "./writer.ts";
+export type { RuntimeLogger } from "./reflector.ts";
+export {
+  WatchDecodeError,
+  type WatchEvent,
+  WatchIdleError,
+  type WatchStream,
+} from "./watchstream.ts";
+export {
+  type AddOptions,
+  type Lane,
+  type QueueMetricsSink,
+  WorkQueue,
+  type WorkQueueOptions,
+} from "./workqueue.ts";
+export type { ReconcileClient } from "./writer.ts";
