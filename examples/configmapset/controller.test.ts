@@ -17,7 +17,7 @@ import {
 } from "../../src/runtime/index.ts";
 import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
-import { addConfigMapSetController } from "./controller.ts";
+import { addConfigMapSetController, MANAGED_SCOPE } from "./controller.ts";
 import { startBuiltinControllers } from "./guide/builtins.ts";
 import {
   type ConfigMap,
@@ -421,6 +421,9 @@ describe("ConfigMapSet controller", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(await reconciles()).toBeGreaterThan(reconcilesBefore);
     expect(writes()).toBe(before);
+    // Its reads of ConfigMaps used the owns() watch's informer: no second, unscoped one.
+    const configMapInformers = mgr.cache.health().filter((h) => h.kind === "ConfigMap");
+    expect(configMapInformers.map((h) => h.scope)).toEqual([MANAGED_SCOPE]);
   });
 });
 

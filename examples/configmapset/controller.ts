@@ -64,7 +64,9 @@ import {
 export const CONTROLLER_NAME = "configmapset";
 /**
  * What the controller caches of ConfigMaps: only those carrying `SET_LABEL`,
- * not every ConfigMap in the cluster. Reads of ConfigMaps pass the same scope.
+ * not every ConfigMap in the cluster. A reconcile's reads of ConfigMaps read
+ * that informer without naming the scope: the reader defaults a watched kind
+ * to the scope the controller watches it with.
  */
 export const MANAGED_SCOPE = { labelSelector: SET_LABEL } as const;
 /** How long a set blocked by a foreign ConfigMap waits before looking again (nothing wakes it otherwise). */
@@ -223,12 +225,8 @@ async function ensureConfigMap(
   const mutate = (cm: ConfigMap) => applyTemplate(set, cm);
   const desired = managedConfigMap(set, namespace);
   try {
-    // The cache holds only labelled ConfigMaps: read it with that scope.
-    const cached = {
-      get: <T extends ConfigMap>(t: typeof ConfigMapKind, n: string, ns?: string) =>
-        ctx.reader.get<T>(t, n, ns, MANAGED_SCOPE),
-    };
-    await createOrUpdate(ctx.client, desired, mutate, { reader: cached });
+    // The reader holds the ConfigMaps of the owns() watch: only labelled ones.
+    await createOrUpdate(ctx.client, desired, mutate, { reader: ctx.reader });
     return true;
   } catch (e) {
     if (e instanceof ForeignConfigMapError) return false;
@@ -253,7 +251,7 @@ async function removeConfigMap(
   namespace: string,
 ): Promise<void> {
   const name = set.metadata.name ?? "";
-  const cm = ctx.reader.peek<ConfigMap>(ConfigMapKind, name, namespace, MANAGED_SCOPE);
+  const cm = ctx.reader.peek<ConfigMap>(ConfigMapKind, name, namespace);
   if (!cm || !isControlledBy(cm, set)) return;
   try {
     await ctx.client.delete(ConfigMapKind, name, namespace, {

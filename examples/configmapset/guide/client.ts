@@ -1,11 +1,18 @@
 /**
- * The client part of the runtime guide (docs/runtime.md quotes the region
- * below; guide.test.ts runs it against a real apiserver).
+ * The client part of the runtime guide (docs/runtime.md quotes the regions
+ * below; guide.test.ts runs them against a real apiserver).
  */
 import type { KubeObject } from "../../../src/api/index.ts";
-import { type Client, isNotFound, retryOnConflict } from "../../../src/runtime/index.ts";
+import {
+  type Client,
+  isNotFound,
+  mapLimit,
+  preferredResources,
+  retryOnConflict,
+} from "../../../src/runtime/index.ts";
 
 type ConfigMapObject = KubeObject & { data?: Record<string, string> };
+type NamespaceObject = KubeObject & { status?: { phase?: string } };
 
 /** Creates, reads, lists, updates, patches, applies and deletes a ConfigMap in `namespace`. */
 export async function clientTour(client: Client, namespace: string): Promise<string[]> {
@@ -59,6 +66,39 @@ export async function clientTour(client: Client, namespace: string): Promise<str
     log.push("missing is not found");
   }
   await client.delete(ConfigMap, "app-config", namespace);
+  // #endregion
+  return log;
+}
+
+/** Writes in bulk, a collection delete, a subresource, discovery and a raw request. */
+export async function clientMoreTour(client: Client, namespace: string): Promise<string[]> {
+  const log: string[] = [];
+  // #region client-more
+  const ConfigMap = { apiVersion: "v1", kind: "ConfigMap" };
+  const Namespace = { apiVersion: "v1", kind: "Namespace" };
+
+  // Many calls, at most 2 in flight; every item is attempted even if one fails.
+  const created = await mapLimit(["a", "b", "c"], 2, (name) =>
+    client.create({ ...ConfigMap, metadata: { name, namespace, labels: { batch: "1" } } }),
+  );
+  log.push(`created ${created.map((cm) => cm.metadata.name).join(",")}`);
+  // One request deletes everything a selector picks (finalizers are honoured).
+  await client.deleteCollection(ConfigMap, { namespace, labelSelector: "batch=1" });
+
+  // get, update and patch reach a subresource through `subresource`.
+  const ns = await client.get<NamespaceObject>(Namespace, namespace, undefined, {
+    subresource: "status",
+  });
+  log.push(`phase ${ns.status?.phase}`);
+
+  // What the server serves (every version), and one preferred version per resource.
+  const { resources } = await client.serverResources();
+  const configMaps = preferredResources(resources).filter((r) => r.plural === "configmaps");
+  log.push(`configmaps in ${configMaps.map((r) => r.apiVersion).join(",")}`);
+
+  // Paths no typed verb covers, with the client's credentials, deadline and counts.
+  const version = await client.raw("GET", "/version");
+  log.push(`GET /version: ${version.status}`);
   // #endregion
   return log;
 }

@@ -9,9 +9,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Client, Manager, silentLogger } from "../../../src/runtime/index.ts";
 import { startTestEnv, type TestEnv } from "../../../src/runtime/testenv.ts";
 import { type ConfigMap, ConfigMapKind } from "../types.ts";
-import { clientTour } from "./client.ts";
+import { clientMoreTour, clientTour } from "./client.ts";
 import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";
 import { informerTour } from "./informer.ts";
+import { addConfigMapCounter, COUNTER_SCOPE } from "./runnable.ts";
 
 const ROOT = new URL("../../../", import.meta.url);
 const GUIDE = "docs/runtime.md";
@@ -89,7 +90,7 @@ describe("the guide's examples against a real apiserver", () => {
   beforeAll(async () => {
     env = await startTestEnv();
     client = new Client(env.config);
-    for (const name of ["guide-client", "guide-informer", "guide-audit"]) {
+    for (const name of ["guide-client", "guide-informer", "guide-audit", "guide-more"]) {
       await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
     }
   });
@@ -104,6 +105,53 @@ describe("the guide's examples against a real apiserver", () => {
     expect(log.slice(1)).toEqual(["listed 1", "missing is not found"]);
     const gone = await client.get(ConfigMapKind, "app-config", "guide-client").catch((e) => e);
     expect((gone as { status?: { code?: number } }).status?.code).toBe(404);
+  });
+
+  it("client: bounded concurrency, collection delete, subresource, discovery, raw", async () => {
+    const before = { ...client.stats.byVerb };
+    const log = await clientMoreTour(client, "guide-more");
+    expect(log).toEqual(["created a,b,c", "phase Active", "configmaps in v1", "GET /version: 200"]);
+    const left = await client.list(ConfigMapKind, { namespace: "guide-more" });
+    expect(left.items.filter((o) => o.metadata.labels?.batch === "1")).toEqual([]);
+    const verbs = client.stats.byVerb;
+    expect((verbs.deletecollection ?? 0) - (before.deletecollection ?? 0)).toBe(1);
+    expect((verbs.raw ?? 0) - (before.raw ?? 0)).toBe(1);
+  });
+
+  it("runnable: a side informer with a transform, ready once synced, removed on stop", async () => {
+    const ns = "guide-more";
+    const mgr = new Manager({ restConfig: env.config, logger: silentLogger() });
+    const counts = new Map<string, number>();
+    addConfigMapCounter(mgr, counts);
+    const stop = new AbortController();
+    await mgr.start(stop.signal);
+    try {
+      const readiness = await mgr.readyz.run("configmap-counter");
+      expect(readiness.map((r) => r.result.ok)).toEqual([true]);
+      const before = counts.get(ns) ?? 0;
+      await client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "counted", namespace: ns },
+        data: { big: "x".repeat(1000) },
+      });
+      await vi.waitFor(() => expect(counts.get(ns)).toBe(before + 1), {
+        timeout: 5_000,
+        interval: 20,
+      });
+      // The informer stores names only.
+      const held = mgr.cache.informerFor(ConfigMapKind, COUNTER_SCOPE).get("counted", ns);
+      expect(held).toEqual({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "counted", namespace: ns },
+      });
+    } finally {
+      stop.abort();
+      await mgr.done;
+    }
+    // Stopped with the manager, it removed its informer from the cache.
+    expect(mgr.cache.health().filter((h) => h.scope.transform)).toEqual([]);
   });
 
   it("informer: events, an index, frozen objects", async () => {
