@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// Builds dist/: the `setpoint` command bundled into one ES module (plus the SQLite
+// writer thread's entry and the protocol files read at run time), so the command
+// starts without compiling TypeScript module by module. bin/setpoint.mjs runs the
+// bundle when it is newer than every source file, and the sources through tsx
+// otherwise. Runs on `npm install` (prepare) and before `npm start`
+// (`--if-stale`: only when a source file is newer than the bundle).
+import { cpSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { bundleIsFresh } from "./fresh.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const dist = join(root, "dist");
+const staging = join(root, `.dist-${process.pid}`);
+
+const common = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  packages: "external",
+  sourcemap: "linked",
+  logLevel: "warning",
+};
+
+if (process.argv.includes("--if-stale") && bundleIsFresh()) process.exit(0);
+
+rmSync(staging, { recursive: true, force: true });
+mkdirSync(staging, { recursive: true });
+try {
+  await build({
+    ...common,
+    entryPoints: { setpoint: join(root, "src/cli/main.ts") },
+    outdir: staging,
+    outExtension: { ".js": ".mjs" },
+  });
+  // The writer thread is started from the bundle's own folder (see
+  // src/storage/sqlite/writer-thread-client.ts), already compiled.
+  await build({
+    ...common,
+    entryPoints: { "writer-thread-boot": join(root, "src/storage/sqlite/writer-thread.ts") },
+    outdir: staging,
+    outExtension: { ".js": ".mjs" },
+  });
+  // Protocol descriptions loaded at run time, relative to the module that reads them.
+  cpSync(join(root, "src/storage/etcd/proto"), join(staging, "proto"), { recursive: true });
+  cpSync(join(root, "src/apiserver/protobuf"), join(staging, "protobuf"), {
+    recursive: true,
+    filter: (src) => !src.endsWith(".ts"),
+  });
+  // Swap in whole, so a concurrent reader never sees half a build.
+  const old = join(root, `.dist-old-${process.pid}`);
+  try {
+    renameSync(dist, old);
+  } catch {
+    // no previous build
+  }
+  renameSync(staging, dist);
+  rmSync(old, { recursive: true, force: true });
+} catch (err) {
+  rmSync(staging, { recursive: true, force: true });
+  throw err;
+}
