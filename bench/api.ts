@@ -30,6 +30,7 @@
  *   BENCH_FANOUT_RATE    creates/s in the fan-out phase (default 1000)
  *   BENCH_PROFILE_DIR    write CPU profiles of the API server children there
  *   BENCH_HEAP_SNAPSHOT_DIR  write a heap snapshot of the RSS phase's server there
+ *   BENCH_NODE_ARGS      more node/V8 flags for the server children (e.g. --trace-gc)
  */
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -541,7 +542,9 @@ async function rssPhase(): Promise<Row[]> {
     const mib = (n: number) => `${(n / MIB).toFixed(0)} MiB`;
     log(
       `rss: empty server ${mib(empty.rss)} (heap used ${mib(empty.heapUsed)}); with the objects ${mib(held.rss)} ` +
-        `(heap used ${mib(held.heapUsed)} of ${mib(held.heapTotal)}, external ${mib(held.external)}); ` +
+        `(heap used ${mib(held.heapUsed)} of ${mib(held.heapTotal)}, external ${mib(held.external)}; ` +
+        `old space ${mib(held.spaces.old_space?.used ?? 0)} used of ${mib(held.spaces.old_space?.size ?? 0)}, ` +
+        `new space ${mib(held.spaces.new_space?.size ?? 0)}); ` +
         `objects' JSON ${mib(jsonBytes)}, ${Math.round(jsonBytes / RSS_OBJECTS)} B each; ` +
         `the watch saw ${watch.events} events`,
     );

@@ -22,7 +22,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeHeapSnapshot } from "node:v8";
+import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { ensureSystemNamespaces } from "../../src/apiserver/bootstrap.ts";
 import { generateTlsMaterial, type TlsMaterial } from "../../src/apiserver/certs.ts";
 import { startApiServer } from "../../src/apiserver/server.ts";
@@ -52,6 +52,8 @@ export interface ChildStats {
   external: number;
   cpuUser: number;
   cpuSystem: number;
+  /** V8 heap spaces of the main thread: committed and used bytes, by space name. */
+  spaces: Record<string, { size: number; used: number }>;
 }
 
 /** Pause after a forced GC before reading memory, so freed pages are given back. */
@@ -184,6 +186,12 @@ async function main(): Promise<void> {
             external: m.external,
             cpuUser: cpu.user,
             cpuSystem: cpu.system,
+            spaces: Object.fromEntries(
+              getHeapSpaceStatistics().map((sp) => [
+                sp.space_name,
+                { size: sp.space_size, used: sp.space_used_size },
+              ]),
+            ),
           });
         };
         if (!msg.gc || !gc) {

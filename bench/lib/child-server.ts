@@ -45,6 +45,8 @@ export class ChildServer {
         "--import",
         "tsx",
         "--expose-gc",
+        // BENCH_NODE_ARGS="--trace-gc ...": more node/V8 flags for the server children.
+        ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
         // BENCH_PROFILE_DIR=dir: CPU profiles of the API server children, for
         // finding where the time goes (open in Chrome DevTools, or summarize).
         ...(process.env.BENCH_PROFILE_DIR && mode === "api"

@@ -49,26 +49,73 @@ export function encodeForStorage(obj: KubeObject): string {
 export interface EncodedObject {
   /** What storage holds: apiVersion, kind, metadata first; no resourceVersion. */
   stored: string;
-  /** The stored JSON with metadata.resourceVersion set to `revision` (no new serialization). */
+  /**
+   * The stored JSON with metadata.resourceVersion set to `revision` (no new
+   * serialization). The string is flat (one piece of memory, not a chain of the
+   * parts it was made of), and asking again for the same revision returns the same
+   * string, so the answer to a write and the watch cache's entry share it.
+   */
   withRevision(revision: number): string;
 }
 
-/** Encodes an object for storage, keeping the parts to add its resourceVersion cheaply. */
+/**
+ * Whether the first properties of `obj` are apiVersion, kind and metadata, in that
+ * order (then its JSON is already in the stored order).
+ */
+function storedOrder(obj: KubeObject): boolean {
+  if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") return false;
+  let i = 0;
+  for (const k in obj) {
+    if (k !== (i === 0 ? "apiVersion" : i === 1 ? "kind" : "metadata")) return false;
+    if (++i === 3) return true;
+  }
+  return false;
+}
+
+/**
+ * Encodes an object for storage. Only the stored JSON and where its metadata ends
+ * are kept for adding a resourceVersion later (nothing else of the encoding lives
+ * on while the write waits for storage).
+ */
 export function encodeObject(obj: KubeObject): EncodedObject {
-  const { resourceVersion: _rv, ...metadata } = obj.metadata;
-  const { apiVersion, kind, metadata: _m, ...rest } = obj;
-  let head = "{";
-  if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
-  if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
-  head += '"metadata":';
-  const meta = JSON.stringify(metadata);
-  const restJson = JSON.stringify(rest);
-  const tail = restJson === "{}" ? "}" : `,${restJson.slice(1)}`;
+  let stored: string;
+  /** Where the metadata's closing brace is in `stored`. */
+  let metaEnd: number;
+  let metaEmpty: boolean;
+  if (obj.metadata.resourceVersion === undefined && storedOrder(obj)) {
+    // The object's own JSON is the stored one.
+    const head = `{"apiVersion":${JSON.stringify(obj.apiVersion)},"kind":${JSON.stringify(obj.kind)},"metadata":`;
+    const metaLength = JSON.stringify(obj.metadata).length;
+    stored = JSON.stringify(obj);
+    metaEnd = head.length + metaLength - 1;
+    metaEmpty = metaLength === 2;
+  } else {
+    const { resourceVersion: _rv, ...metadata } = obj.metadata;
+    const { apiVersion, kind, metadata: _m, ...rest } = obj;
+    let head = "{";
+    if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
+    if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
+    head += '"metadata":';
+    const meta = JSON.stringify(metadata);
+    const restJson = JSON.stringify(rest);
+    // Array.join makes a flat string; `+` would make a tree of the parts.
+    const tail = restJson === "{}" ? "}" : `,${restJson.slice(1)}`;
+    stored = [head, meta, tail].join("");
+    metaEnd = head.length + meta.length - 1;
+    metaEmpty = meta === "{}";
+  }
+  let lastRevision = -1;
+  let lastJson = "";
   return {
-    stored: head + meta + tail,
+    stored,
     withRevision(revision: number): string {
-      const rv = `"resourceVersion":${JSON.stringify(String(revision))}}`;
-      return head + (meta === "{}" ? `{${rv}` : `${meta.slice(0, -1)},${rv}`) + tail;
+      if (revision === lastRevision) return lastJson;
+      const rv = `"resourceVersion":${JSON.stringify(String(revision))}`;
+      lastJson = [stored.slice(0, metaEnd), metaEmpty ? rv : `,${rv}`, stored.slice(metaEnd)].join(
+        "",
+      );
+      lastRevision = revision;
+      return lastJson;
     },
   };
 }

@@ -4,7 +4,7 @@ import { type LabelSelector, matchesLabels } from "../api/labels.ts";
 import type { KubeObject } from "../api/meta.ts";
 import type { ResourceDefinition } from "../registry/types.ts";
 import { fieldValues } from "./listoptions.ts";
-import type { CacheEntry } from "./watchcache.ts";
+import { type CacheEntry, entryField } from "./watchcache.ts";
 
 export interface ObjectFilter {
   /** Only objects of this namespace (absent: every namespace). */
@@ -18,7 +18,7 @@ export function entryMatches(f: ObjectFilter, e: CacheEntry): boolean {
   if (f.namespace !== undefined && e.namespace !== f.namespace) return false;
   if (!matchesLabels(f.labels, e.labels)) return false;
   if (f.fields.requirements.length === 0) return true;
-  return matchesFields(f.fields, (name) => e.fields[name]);
+  return matchesFields(f.fields, (name) => entryField(e, name));
 }
 
 /** Whether an object is selected. */

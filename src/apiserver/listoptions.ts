@@ -41,6 +41,27 @@ export function selectableFields(def: ResourceDefinition): string[] {
   return [...METADATA_SELECTABLE_FIELDS, ...Object.keys(def.strategy.selectableFields ?? {})];
 }
 
+/**
+ * An object's values for the selectable fields of its type beyond metadata.name and
+ * metadata.namespace; undefined when the type has none.
+ */
+export function extraFieldValues(
+  def: ResourceDefinition,
+  obj: { metadata: { name?: string; namespace?: string } } & Record<string, unknown>,
+): Record<string, string> | undefined {
+  const extra = def.strategy.selectableFields;
+  if (!extra) return undefined;
+  const out: Record<string, string> = {};
+  for (const [field, get] of Object.entries(extra)) {
+    try {
+      out[field] = get(obj as never) ?? "";
+    } catch {
+      out[field] = "";
+    }
+  }
+  return out;
+}
+
 /** An object's values for every selectable field of its type. */
 export function fieldValues(
   def: ResourceDefinition,

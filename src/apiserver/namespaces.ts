@@ -58,7 +58,7 @@ export class NamespaceLifecycle {
       const cache = this.caches.forDef(def);
       if (cache.isReady) {
         const entry = cache.get(key);
-        if (entry) return entry.fields[PHASE_FIELD] ?? phaseOf(JSON.parse(entry.json));
+        if (entry) return entry.fields?.[PHASE_FIELD] ?? phaseOf(JSON.parse(entry.json));
       }
     }
     const kv = await this.store.get(key);

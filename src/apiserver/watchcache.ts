@@ -22,7 +22,7 @@ import type { Store, Watch, WatchEvent } from "../storage/store.ts";
 import { type EncodedObject, parseStored, withResourceVersion } from "./codec.ts";
 import { resourcePrefix } from "./keys.ts";
 import type { ApiLimits } from "./limits.ts";
-import { fieldValues } from "./listoptions.ts";
+import { extraFieldValues } from "./listoptions.ts";
 
 /**
  * Flushes of watch output are spaced by at least the time the previous flush
@@ -60,8 +60,18 @@ export interface CacheEntry {
   namespace: string;
   name: string;
   labels: Record<string, string> | undefined;
-  /** Values of every selectable field. */
-  fields: Record<string, string>;
+  /**
+   * Values of the type's selectable fields beyond metadata.name and
+   * metadata.namespace (undefined when it has none; see entryField).
+   */
+  fields: Record<string, string> | undefined;
+}
+
+/** The value of a selectable field of a cache entry ("" when the object has none). */
+export function entryField(e: CacheEntry, field: string): string | undefined {
+  if (field === "metadata.name") return e.name;
+  if (field === "metadata.namespace") return e.namespace;
+  return e.fields?.[field];
 }
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
@@ -431,8 +441,9 @@ export class WatchCache {
           json: hint.encoded.withRevision(rev),
           namespace: m.namespace ?? "",
           name: m.name ?? "",
-          labels: m.labels ? { ...m.labels } : undefined,
-          fields: fieldValues(this.def, hint.obj),
+          // The written object is not modified afterwards: its labels can be shared.
+          labels: m.labels,
+          fields: extraFieldValues(this.def, hint.obj),
         };
       }
     }
@@ -451,7 +462,7 @@ export class WatchCache {
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name ?? "",
       labels: obj.metadata.labels,
-      fields: fieldValues(this.def, obj),
+      fields: extraFieldValues(this.def, obj),
     };
   }
 

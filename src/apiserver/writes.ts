@@ -49,8 +49,11 @@ function announceWrite(scope: RequestScope, key: string, obj: KubeObject): Encod
 }
 
 /**
- * `obj` as stored at `revision`, with its JSON remembered for the answer and the
- * object kept for the next update of `key`.
+ * `obj` as stored at `revision`, with its JSON remembered for the answer and, when
+ * it was an update (`keep`), the object kept for the next update of `key`. A new
+ * object is not kept: most are never updated right away, and keeping every new
+ * object for a while leaves them as garbage among the long-lived ones (the watch
+ * cache's) when they are forgotten; an object updated once is kept from then on.
  */
 function written(
   scope: RequestScope,
@@ -58,10 +61,12 @@ function written(
   obj: KubeObject,
   encoded: EncodedObject,
   revision: number,
+  keep: boolean,
 ): KubeObject {
   withResourceVersion(obj, revision);
   rememberJson(obj, encoded.withRevision(revision));
-  scope.ctx.decoded.set(key, revision, obj, scope.def.strategy.onRead);
+  if (keep) scope.ctx.decoded.set(key, revision, obj, scope.def.strategy.onRead);
+  else scope.ctx.decoded.delete(key);
   return obj;
 }
 
@@ -102,7 +107,7 @@ export async function storeCreate(
   try {
     const encoded = announceWrite(scope, key, obj);
     const rev = await scope.ctx.store.create(key, encoded.stored);
-    return written(scope, key, obj, encoded, rev);
+    return written(scope, key, obj, encoded, rev, false);
   } catch (err) {
     throw statusFromStorage(err, subject);
   }
@@ -138,12 +143,12 @@ export async function guaranteedUpdate(
         case "create": {
           const encoded = announceWrite(scope, key, decision.obj);
           const rev = await store.create(key, encoded.stored);
-          return { obj: written(scope, key, decision.obj, encoded, rev), action: "create" };
+          return { obj: written(scope, key, decision.obj, encoded, rev, false), action: "create" };
         }
         case "update": {
           const encoded = announceWrite(scope, key, decision.obj);
           const rev = await store.update(key, encoded.stored, kv!.modRevision);
-          return { obj: written(scope, key, decision.obj, encoded, rev), action: "update" };
+          return { obj: written(scope, key, decision.obj, encoded, rev, true), action: "update" };
         }
         case "delete": {
           scope.ctx.decoded.delete(key);

@@ -1,0 +1,62 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { KubeObject } from "../../src/api/meta.ts";
+import { encodeObject } from "../../src/apiserver/codec.ts";
+
+/** Objects with metadata (with or without a resourceVersion), in any key order. */
+const objects = fc
+  .tuple(
+    fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+    fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+    fc.option(fc.string(), { nil: undefined }),
+    fc.option(fc.constantFrom("v1", "example.com/v1"), { nil: undefined }),
+    fc.option(fc.constantFrom("ConfigMap", "Widget"), { nil: undefined }),
+    fc.boolean(),
+  )
+  .map(([meta, rest, rv, apiVersion, kind, typeFirst]) => {
+    const { apiVersion: _a, kind: _k, metadata: _m, ...others } = rest;
+    const metadata: Record<string, unknown> = { ...meta };
+    delete metadata.resourceVersion;
+    if (rv !== undefined) metadata.resourceVersion = rv;
+    const typeMeta: Record<string, unknown> = {};
+    if (apiVersion !== undefined) typeMeta.apiVersion = apiVersion;
+    if (kind !== undefined) typeMeta.kind = kind;
+    const obj = typeFirst
+      ? { ...typeMeta, metadata, ...others }
+      : { ...others, metadata, ...typeMeta };
+    return obj as unknown as KubeObject;
+  });
+
+describe("encodeObject", () => {
+  it("stores apiVersion, kind and metadata first, without a resourceVersion, and adds one exactly", () => {
+    fc.assert(
+      fc.property(objects, fc.nat(), (obj, revision) => {
+        const { resourceVersion: _rv, ...metadata } = obj.metadata;
+        // As JSON has it (-0 is 0).
+        const expected = JSON.parse(JSON.stringify({ ...obj, metadata }));
+        const encoded = encodeObject(obj);
+        expect(JSON.parse(encoded.stored)).toEqual(expected);
+        let head = "{";
+        if (obj.apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(obj.apiVersion)},`;
+        if (obj.kind !== undefined) head += `"kind":${JSON.stringify(obj.kind)},`;
+        expect(encoded.stored.startsWith(`${head}"metadata":`)).toBe(true);
+        const json = encoded.withRevision(revision);
+        expect(JSON.parse(json)).toEqual({
+          ...expected,
+          metadata: { ...metadata, resourceVersion: String(revision) },
+        });
+        expect(encoded.withRevision(revision)).toBe(json);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("encodes an object without metadata fields", () => {
+    const obj = { apiVersion: "v1", kind: "ConfigMap", metadata: {} } as KubeObject;
+    const encoded = encodeObject(obj);
+    expect(encoded.stored).toBe('{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}');
+    expect(encoded.withRevision(7)).toBe(
+      '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"7"}}',
+    );
+  });
+});
