@@ -96,7 +96,16 @@ export function parseApiVersion(apiVersion: string): { group: string; version: s
   return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
+/** The second of the last timestamp made, and its text (writes come many per second). */
+let lastSecond = Number.NaN;
+let lastTimestamp = "";
+
 /** RFC 3339 timestamp with second precision, as Kubernetes writes metav1.Time. */
 export function nowTimestamp(date: Date = new Date()): string {
-  return `${date.toISOString().slice(0, 19)}Z`;
+  const second = Math.floor(date.getTime() / 1000);
+  if (second !== lastSecond) {
+    lastTimestamp = `${date.toISOString().slice(0, 19)}Z`;
+    lastSecond = second;
+  }
+  return lastTimestamp;
 }

@@ -32,15 +32,164 @@ function joinPath(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
 }
 
+/** Keys of one object compared pairwise before a set is used (findDuplicateJsonKeys). */
+const PAIRWISE_KEYS = 16;
+
+/** Key ranges of the objects being scanned: start and end offsets, reused between scans. */
+let keyRanges = new Int32Array(256);
+
 /**
  * Scans valid JSON text for keys that repeat within one object. Only called on text
  * JSON.parse accepted, so it needs no error handling beyond staying in bounds.
- * Paths are only built for the duplicates found.
+ * Without escapes in the text, keys are compared where they stand in it (no key
+ * string is made unless an object has many keys); paths are only built for the
+ * duplicates found.
  */
 export function findDuplicateJsonKeys(text: string): string[] {
+  if (text.includes("\\")) return findDuplicateKeysEscaped(text);
+  const found: string[] = [];
+  // The path to the current value: key ranges (start, end) or array indexes (-1, i).
+  const path: number[] = [];
+  let top = 0;
+  let i = 0;
+  const render = (): string => {
+    let out = "";
+    for (let p = 0; p < path.length; p += 2) {
+      if (path[p] < 0) out += `[${path[p + 1]}]`;
+      else {
+        const seg = text.slice(path[p], path[p + 1]);
+        out += out === "" ? seg : `.${seg}`;
+      }
+    }
+    return out;
+  };
+  const ws = () => {
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+      else return;
+    }
+  };
+  const sameKey = (a: number, b: number, len: number): boolean => {
+    for (let k = 0; k < len; k++)
+      if (text.charCodeAt(a + k) !== text.charCodeAt(b + k)) return false;
+    return true;
+  };
+  const value = (depth: number): void => {
+    ws();
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */) {
+      i++;
+      ws();
+      if (text.charCodeAt(i) === 0x7d) {
+        i++;
+        return;
+      }
+      const base = top;
+      let seen: Set<string> | null = null;
+      while (i < text.length) {
+        ws();
+        // The key: from after its opening quote to its closing one (no escapes here).
+        const ks = i + 1;
+        let ke = text.indexOf('"', ks);
+        if (ke < 0) ke = text.length;
+        i = ke + 1;
+        const len = ke - ks;
+        let dup = false;
+        if (seen !== null) {
+          const k = text.slice(ks, ke);
+          if (seen.has(k)) dup = true;
+          else seen.add(k);
+        } else {
+          for (let r = base; r < top; r += 2) {
+            if (keyRanges[r + 1] - keyRanges[r] === len && sameKey(keyRanges[r], ks, len)) {
+              dup = true;
+              break;
+            }
+          }
+          if (!dup) {
+            if ((top - base) / 2 >= PAIRWISE_KEYS) {
+              seen = new Set();
+              for (let r = base; r < top; r += 2)
+                seen.add(text.slice(keyRanges[r], keyRanges[r + 1]));
+              seen.add(text.slice(ks, ke));
+            } else {
+              if (top + 2 > keyRanges.length) {
+                const grown = new Int32Array(keyRanges.length * 2);
+                grown.set(keyRanges);
+                keyRanges = grown;
+              }
+              keyRanges[top++] = ks;
+              keyRanges[top++] = ke;
+            }
+          }
+        }
+        path.push(ks, ke);
+        if (dup) found.push(render());
+        ws();
+        i++; // colon
+        if (depth < MAX_BODY_DEPTH) value(depth + 1);
+        path.length -= 2;
+        ws();
+        if (text.charCodeAt(i) === 0x2c) {
+          i++;
+          continue;
+        }
+        i++; // closing brace
+        break;
+      }
+      top = base;
+    } else if (c === 0x5b /* [ */) {
+      i++;
+      ws();
+      if (text.charCodeAt(i) === 0x5d) {
+        i++;
+        return;
+      }
+      let n = 0;
+      while (i < text.length) {
+        path.push(-1, n);
+        if (depth < MAX_BODY_DEPTH) value(depth + 1);
+        path.length -= 2;
+        n++;
+        ws();
+        if (text.charCodeAt(i) === 0x2c) {
+          i++;
+          continue;
+        }
+        i++; // closing bracket
+        return;
+      }
+    } else if (c === 0x22 /* " */) {
+      const end = text.indexOf('"', i + 1);
+      i = end < 0 ? text.length : end + 1;
+    } else {
+      for (;;) {
+        const d = text.charCodeAt(i);
+        if (
+          Number.isNaN(d) ||
+          d === 0x2c ||
+          d === 0x7d ||
+          d === 0x5d ||
+          d === 0x20 ||
+          d === 0x0a ||
+          d === 0x0d ||
+          d === 0x09
+        ) {
+          return;
+        }
+        i++;
+      }
+    }
+  };
+  value(0);
+  return found;
+}
+
+/** findDuplicateJsonKeys for text with escapes: keys are compared decoded. */
+function findDuplicateKeysEscaped(text: string): string[] {
   const found: string[] = [];
   const path: (string | number)[] = [];
-  const anyEscape = text.includes("\\");
   let i = 0;
   const render = (): string => {
     let out = "";
@@ -60,11 +209,6 @@ export function findDuplicateJsonKeys(text: string): string[] {
   const str = (): string => {
     const start = i;
     let end = text.indexOf('"', start + 1);
-    if (!anyEscape) {
-      if (end < 0) end = text.length - 1;
-      i = end + 1;
-      return text.slice(start + 1, end);
-    }
     // Find the closing quote: the next quote not escaped by an odd run of backslashes.
     while (end > 0) {
       let bs = 0;
@@ -160,29 +304,52 @@ export function findDuplicateJsonKeys(text: string): string[] {
   return found;
 }
 
-function depthOf(v: unknown, limit: number): number {
-  // Iterative depth check so hostile nesting cannot overflow the stack.
-  let max = 0;
-  const stack: [unknown, number][] = [[v, 0]];
-  while (stack.length > 0) {
-    const [cur, d] = stack.pop()!;
-    if (d > max) max = d;
-    if (max > limit) return max;
-    if (cur !== null && typeof cur === "object") {
-      for (const child of Object.values(cur as Record<string, unknown>)) {
-        if (child !== null && typeof child === "object") stack.push([child, d + 1]);
-      }
-    }
-  }
-  return max;
-}
-
 function tooDeep() {
   return errors.badRequest(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
 }
 
+/**
+ * The number of keys of every object in `v`, counted in one walk that also
+ * refuses (400) a value nested deeper than MAX_BODY_DEPTH (the walk recurses no
+ * deeper than that).
+ */
+function countKeys(v: unknown, depth: number): number {
+  if (depth > MAX_BODY_DEPTH) throw tooDeep();
+  let n = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const c = v[i];
+      if (c !== null && typeof c === "object") n += countKeys(c, depth + 1);
+    }
+    return n;
+  }
+  const obj = v as Record<string, unknown>;
+  for (const k in obj) {
+    n++;
+    const c = obj[k];
+    if (c !== null && typeof c === "object") n += countKeys(c, depth + 1);
+  }
+  return n;
+}
+
 function checkDepth(v: unknown): void {
-  if (depthOf(v, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw tooDeep();
+  if (v !== null && typeof v === "object") countKeys(v, 0);
+}
+
+/** A quote followed by a blank: keys may then stand apart from their colons. */
+const QUOTE_BLANK = /"[ \t\n\r]/;
+
+/**
+ * The number of keys in JSON text, counted without parsing, or -1 when such a
+ * count cannot be trusted. Without escapes no string holds a quote, so a quote
+ * directly followed by a colon ends a key, and with no blank after any quote
+ * every key is followed so.
+ */
+function quickKeyCount(text: string): number {
+  if (text.includes("\\") || QUOTE_BLANK.test(text)) return -1;
+  let n = 0;
+  for (let i = text.indexOf('":'); i >= 0; i = text.indexOf('":', i + 2)) n++;
+  return n;
 }
 
 /** Parses JSON text; a syntax error is a 400 in Kubernetes' words. */
@@ -199,8 +366,10 @@ export function decodeJson(text: string): Decoded {
 }
 
 function decodedJson(text: string, value: unknown): Decoded {
-  checkDepth(value);
-  const duplicates = value !== null && typeof value === "object" ? findDuplicateJsonKeys(text) : [];
+  if (value === null || typeof value !== "object") return { value, duplicates: [] };
+  const keys = countKeys(value, 0);
+  // Parsing keeps one of each repeated key: as many keys as the text has, no repeats.
+  const duplicates = quickKeyCount(text) === keys ? [] : findDuplicateJsonKeys(text);
   return { value, duplicates };
 }
 

@@ -38,7 +38,7 @@ import {
   openapiV3Index,
 } from "./openapi.ts";
 import { patchResource } from "./patch.ts";
-import { Query } from "./request.ts";
+import { Query, type RequestUrl, requestUrl } from "./request.ts";
 import { negotiateRenderer } from "./respond.ts";
 import { writeError, writeObject, writeRaw } from "./response.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
@@ -107,12 +107,8 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   let closed = false;
   return {
     async handle(req, res, user) {
-      let url: URL;
-      try {
-        url = new URL(req.url ?? "/", "http://localhost");
-      } catch {
-        return false;
-      }
+      const url = requestUrl(req.url ?? "/");
+      if (url === null) return false;
       const route = parseRoute(url.pathname);
       if (!route) return false;
       const warnings: string[] = [];
@@ -169,7 +165,7 @@ async function dispatch(
   req: IncomingMessage,
   res: ServerResponse,
   user: UserInfo,
-  url: URL,
+  url: RequestUrl,
   warnings: string[],
 ): Promise<void> {
   const method = req.method ?? "GET";
@@ -290,7 +286,7 @@ async function serveResource(
   req: IncomingMessage,
   res: ServerResponse,
   user: UserInfo,
-  url: URL,
+  url: RequestUrl,
   warnings: string[],
 ): Promise<void> {
   const found = ctx.registry.lookup(route.group, route.version, route.plural);

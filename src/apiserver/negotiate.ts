@@ -50,6 +50,23 @@ function baseType(type: string): "application/json" | "application/yaml" | null 
  * An absent or empty Accept means JSON.
  */
 export function negotiateOutput(accept: string | undefined, list: boolean): Output {
+  // Clients send the same few Accept headers again and again.
+  const key = `${list ? "l" : "o"}${accept ?? ""}`;
+  const hit = negotiated.get(key);
+  if (hit !== undefined) return hit;
+  const out = negotiate(accept, list);
+  if (negotiated.size >= NEGOTIATED_OUTPUTS) negotiated.clear();
+  negotiated.set(key, out);
+  return out;
+}
+
+/** Accept headers whose negotiation is remembered, at most (then forgotten all at once). */
+export const NEGOTIATED_OUTPUTS = 256;
+
+/** Outputs by list-or-object and Accept header (shared: never modified). */
+const negotiated = new Map<string, Output>();
+
+function negotiate(accept: string | undefined, list: boolean): Output {
   const ranges = parseAccept(accept)
     .map((m, i) => ({ m, i, q: quality(m) }))
     .filter((r) => r.q > 0)

@@ -61,6 +61,22 @@ export function writeRaw(
     res.end();
     return;
   }
+  if (res.getHeaderNames().length === 0) {
+    // Nothing set before: the headers go as one list, without the per-header
+    // bookkeeping of setHeader.
+    const headers: (string | string[] | number)[] = [
+      "Content-Type",
+      contentType,
+      "Content-Length",
+      Buffer.byteLength(text),
+      "Cache-Control",
+      "no-cache, private",
+    ];
+    if (warnings.length > 0) headers.push("Warning", warningHeaders(warnings));
+    res.writeHead(code, headers as string[]);
+    res.end(text);
+    return;
+  }
   setWarnings(res, warnings);
   res.statusCode = code;
   res.setHeader("Content-Type", contentType);

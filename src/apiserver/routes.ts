@@ -83,11 +83,28 @@ function resourceRoute(group: string, version: string, rest: string[]): Route {
   return route;
 }
 
+/** Paths whose route is remembered, at most (then forgotten all at once). */
+export const REMEMBERED_ROUTES = 1024;
+
+/** Routes by path (shared: never modified). */
+const remembered = new Map<string, Route | null>();
+
 /**
  * The route of a request path (without the query string), or null when the path is
- * not under /api, /apis, /openapi/v2 or /openapi/v3 at all.
+ * not under /api, /apis, /openapi/v2 or /openapi/v3 at all. The result is shared
+ * by requests for the same path: it must not be modified.
  */
 export function parseRoute(pathname: string): Route | null {
+  let route = remembered.get(pathname);
+  if (route === undefined) {
+    route = routeOf(pathname);
+    if (remembered.size >= REMEMBERED_ROUTES) remembered.clear();
+    remembered.set(pathname, route);
+  }
+  return route;
+}
+
+function routeOf(pathname: string): Route | null {
   const parts = segments(pathname);
   if (parts === null) {
     return /^\/(api|apis)(\/|$)/.test(pathname) ? { kind: "notFound" } : null;

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeJson, decodeYaml, findDuplicateJsonKeys } from "../../src/apiserver/decode.ts";
 import { negotiateOutput } from "../../src/apiserver/negotiate.ts";
-import { parseAccept } from "../../src/apiserver/request.ts";
+import { parseAccept, requestUrl } from "../../src/apiserver/request.ts";
 import { warningHeaders } from "../../src/apiserver/response.ts";
 import { parseRoute } from "../../src/apiserver/routes.ts";
 
@@ -18,6 +18,18 @@ describe("body decoding", () => {
       ['{"u":"\\u0041","u":"A"}', ["u"]],
     ];
     for (const [text, want] of cases) expect(findDuplicateJsonKeys(text), text).toEqual(want);
+  });
+
+  it("finds duplicates among many keys of one object, and keys that are prefixes of others", () => {
+    const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+    const body = (extra: string[]) =>
+      `{"o":{${[...keys, ...extra].map((k) => `"${k}":1`).join(",")}},"k1":{"k1":2,"k10":3}}`;
+    expect(findDuplicateJsonKeys(body([]))).toEqual([]);
+    expect(findDuplicateJsonKeys(body(["k3"]))).toEqual(["o.k3"]);
+    expect(findDuplicateJsonKeys(body(["k39", "k0"]))).toEqual(["o.k39", "o.k0"]);
+    expect(findDuplicateJsonKeys('{"ab":1,"a":2,"abc":3,"b":{"a":1},"a":[{"x":1,"x":2}]}')).toEqual(
+      ["a", "a[0].x"],
+    );
   });
 
   it("reports no duplicates for any JSON that JSON.stringify wrote", () => {
@@ -40,6 +52,36 @@ describe("body decoding", () => {
         },
       ),
     );
+  });
+
+  it("decodes with the duplicates the scan finds, however the text is spaced or escaped", () => {
+    const blank = fc.constantFrom("", " ", "\n", "\t ");
+    const text = fc
+      .tuple(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { minKeys: 1 }),
+        fc.boolean(),
+        blank,
+        fc.jsonValue({ maxDepth: 2 }),
+      )
+      .map(([obj, repeat, b, extra]) => {
+        const key = Object.keys(obj)[0];
+        const json = JSON.stringify(obj, null, b === "" ? undefined : b);
+        return repeat
+          ? `{${JSON.stringify(key)}${b}:${JSON.stringify(extra)},${json.slice(1)}`
+          : json;
+      });
+    fc.assert(
+      fc.property(text, (t) => {
+        expect(decodeJson(t).duplicates).toEqual(findDuplicateJsonKeys(t));
+      }),
+      { numRuns: 500 },
+    );
+    expect(decodeJson('{"a":"x\\"","a":1}').duplicates).toEqual(["a"]);
+    expect(decodeJson('{"a" :1,"a":2}').duplicates).toEqual(["a"]);
+    expect(decodeJson('{"__proto__":{"a":1,"a":2},"__proto__":3}').duplicates).toEqual([
+      "__proto__.a",
+      "__proto__",
+    ]);
   });
 
   it("refuses malformed and hostile bodies with 400", () => {
@@ -113,5 +155,59 @@ describe("negotiation and warnings", () => {
       '299 - "unknown field \\"spec.foo\\""',
       '299 - "\\u00e9"',
     ]);
+  });
+});
+
+describe("request targets", () => {
+  it("reads path and query as WHATWG URL parsing does", () => {
+    const chars = [
+      "a",
+      "z",
+      "0",
+      "-",
+      "_",
+      ".",
+      "~",
+      "/",
+      ":",
+      "@",
+      "%2F",
+      "%",
+      " ",
+      "\\",
+      "#",
+      "?",
+      "&",
+      "=",
+      "+",
+      "é",
+      "..",
+    ];
+    const target = fc
+      .array(fc.constantFrom(...chars), { maxLength: 16 })
+      .map((parts) => `/${parts.join("")}`);
+    fc.assert(
+      fc.property(target, (t) => {
+        const got = requestUrl(t);
+        let want: URL | null = null;
+        try {
+          want = new URL(t, "http://localhost");
+        } catch {
+          want = null;
+        }
+        expect(got === null).toBe(want === null);
+        if (got && want) {
+          expect(got.pathname).toBe(want.pathname);
+          expect([...got.searchParams]).toEqual([...want.searchParams]);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    for (const t of [
+      "/api/v1/namespaces/x/configmaps?watch=1&labelSelector=a%3Db",
+      "/apis/a.b/v1/x",
+    ]) {
+      expect(requestUrl(t)?.pathname).toBe(new URL(t, "http://localhost").pathname);
+    }
   });
 });
