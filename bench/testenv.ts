@@ -6,7 +6,7 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { startTestEnv } from "../src/runtime/testenv.ts";
+import { startTestEnv } from "../src/testenv/testenv.ts";
 import { printTable } from "./lib/table.ts";
 
 const RUNS = Number(process.env.BENCH_TESTENV_RUNS ?? 20);

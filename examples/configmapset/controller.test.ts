@@ -6,7 +6,6 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { deepClone, type KubeObject } from "../../src/api/index.ts";
-import type { ControllerManager } from "../../src/controllers/index.ts";
 import {
   type Client,
   findCondition,
@@ -15,10 +14,9 @@ import {
   retryOnConflict,
   silentLogger,
 } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
 import { addConfigMapSetController, MANAGED_SCOPE } from "./controller.ts";
-import { startBuiltinControllers } from "./guide/builtins.ts";
 import {
   type ConfigMap,
   ConfigMapKind,
@@ -37,11 +35,10 @@ let env: TestEnv;
 let mgr: Manager;
 let user: Client;
 let stop: AbortController;
-let builtins: ControllerManager;
 
 beforeAll(async () => {
+  // The environment runs the garbage collector and the namespace controller too.
   env = await startTestEnv({ crds: [configMapSetCrd()] });
-  builtins = await startBuiltinControllers(env);
   user = env.client;
   mgr = new Manager({ restConfig: env.config, logger: silentLogger() });
   addConfigMapSetController(mgr);
@@ -52,7 +49,6 @@ beforeAll(async () => {
 afterAll(async () => {
   stop?.abort();
   await mgr?.done;
-  await builtins?.stop();
   await env?.stop();
 });
 

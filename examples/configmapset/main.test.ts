@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { KubeObject } from "../../src/api/index.ts";
 import { isNotFound } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind, configMapSet } from "./types.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));

@@ -21,7 +21,7 @@ import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
 import { TerminalError } from "../../src/runtime/reconciler.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { eventually, runCli, sleep, WIDGET, widget, widgetCrd } from "./helpers.ts";
 
 /** Doctor samples writes for seconds; several runs on a loaded machine. */
@@ -41,7 +41,7 @@ describe("setpoint doctor on a quiet cluster", () => {
   let mgr: Manager;
 
   beforeAll(async () => {
-    env = await startTestEnv({ crds: [widgetCrd()] });
+    env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
     mgr = new Manager({
       client: env.client,
       logger: silentLogger(),
@@ -127,7 +127,7 @@ describe("setpoint doctor with planted problems", () => {
   const ns = "planted";
 
   beforeAll(async () => {
-    env = await startTestEnv({ crds: [widgetCrd()] });
+    env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
     await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
     mgr = new Manager({
       client: env.client,

@@ -13,7 +13,7 @@ import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
 import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { eventually, runCli, runCliOnTerminal, WIDGET, widget, widgetCrd } from "./helpers.ts";
 
 /** Several CLI runs on a loaded 2-core machine. */
@@ -39,7 +39,7 @@ async function events(ns: string): Promise<KubeObject[]> {
 }
 
 beforeAll(async () => {
-  env = await startTestEnv({ crds: [widgetCrd()] });
+  env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
   // A controller that declares HANDLED but is slow to clean up: it never removes it.
   mgr = new Manager({
     client: env.client,

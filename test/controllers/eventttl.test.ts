@@ -9,7 +9,7 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import { reduceEvent } from "../../src/controllers/eventttl.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import { type Client, lastOccurrence } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { EVENT, eventually, freshNamespace, gone, startControllers } from "./helpers.ts";
 
 const EVENTS_V1 = { apiVersion: "events.k8s.io/v1", kind: "Event" } as const;
@@ -21,7 +21,7 @@ let client: Client;
 let cm: ControllerManager;
 
 beforeAll(async () => {
-  env = await startTestEnv();
+  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
   client = env.client;
   cm = await startControllers({
     restConfig: env.config,

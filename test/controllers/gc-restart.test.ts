@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import type { Client } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import {
   CM,
   configMap,
@@ -24,7 +24,7 @@ let client: Client;
 const running: ControllerManager[] = [];
 
 beforeAll(async () => {
-  env = await startTestEnv();
+  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
   client = env.client;
 });
 

@@ -8,7 +8,7 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import type { GarbageCollector } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import type { Client } from "../../src/runtime/index.ts";
-import { installCrd, startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { installCrd, startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import {
   CM,
   clearFinalizers,
@@ -31,7 +31,7 @@ let client: Client;
 let cm: ControllerManager;
 
 beforeAll(async () => {
-  env = await startTestEnv();
+  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
   client = env.client;
   cm = await startControllers({ restConfig: env.config, disabled: ["namespace", "event-ttl"] });
   const gc = cm.controllers[0] as GarbageCollector;

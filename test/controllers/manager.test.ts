@@ -13,7 +13,7 @@ import {
 } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import type { Client } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import {
   CM,
   configMap,
@@ -33,7 +33,7 @@ let client: Client;
 const managers: ControllerManager[] = [];
 
 beforeAll(async () => {
-  env = await startTestEnv();
+  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
   client = env.client;
 });
 

@@ -12,7 +12,7 @@ import {
   NAMESPACE_CONDITION_TYPES,
 } from "../../src/controllers/namespace.ts";
 import { type Client, isForbidden } from "../../src/runtime/index.ts";
-import { installCrd, startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { installCrd, startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import {
   CM,
   clearFinalizers,
@@ -32,7 +32,7 @@ let client: Client;
 let cm: ControllerManager;
 
 beforeAll(async () => {
-  env = await startTestEnv();
+  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
   client = env.client;
   cm = await startControllers({
     restConfig: env.config,

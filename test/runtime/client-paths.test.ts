@@ -10,7 +10,7 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { preferredResources } from "../../src/runtime/discovery.ts";
 import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
-import { installCrd } from "../../src/runtime/testenv.ts";
+import { installCrd } from "../../src/testenv/testenv.ts";
 import { type RealServer, startRealServer, until } from "./realserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };

@@ -11,7 +11,7 @@ import type { KubeObject } from "../../src/api/meta.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const SECRET = { apiVersion: "v1", kind: "Secret" };

@@ -31,7 +31,7 @@ import { isNotFound, retryOnConflict } from "../../src/runtime/errors.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
-import { startTestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { divergence } from "./faults/divergence.ts";
 import {
   type FaultCounts,
@@ -233,7 +233,7 @@ describe("ConfigMapSet under faults", () => {
   it.each(SEEDS)(
     "seed %i: converges, writes nothing twice, and is quiet once converged",
     async (seed) => {
-      const env = await startTestEnv({ crds: [configMapSetCrd()] });
+      const env = await startTestEnv({ crds: [configMapSetCrd()], controllers: false }); // built-ins started below
       const proxy: FaultProxy = await startFaultProxy(env.url, SUBJECT_AGENT, { seed, ...PLAN });
       const userClient = new Client({ server: proxy.url, userAgent: "faults-user" });
       const user = new User(userClient, seed);

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Client, Manager, silentLogger } from "../../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind } from "../types.ts";
 import { clientMoreTour, clientTour } from "./client.ts";
 import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";

@@ -184,8 +184,8 @@ export class GarbageCollector implements BuiltinController, Runnable {
     this.monitors = new Monitors(
       mgr.cache,
       {
-        added: (n, initial) => this.upserted(n, initial),
-        updated: (n) => this.upserted(n, false),
+        added: (n) => this.upserted(n),
+        updated: (n) => this.upserted(n),
         deleted: (n) => this.deleted(n),
         synced: (m) => this.monitorSynced(m),
       },
@@ -325,9 +325,11 @@ export class GarbageCollector implements BuiltinController, Runnable {
 
   // ---- graph maintenance (informer handlers: record and enqueue only) ----
 
-  private upserted(node: GraphNode, initial: boolean): void {
+  private upserted(node: GraphNode): void {
     if (!node.uid) return;
-    if (node.resource === CRD_RESOURCE && !initial) this.requestDiscovery();
+    // Initial-list CRDs too: one created between a discovery pass and the first list of
+    // the CRD monitor arrives as "initial" yet was never discovered (one debounced pass).
+    if (node.resource === CRD_RESOURCE) this.requestDiscovery();
     const old = this.graph.upsert(node);
     // As a dependent: look at it when an owner may be gone or waiting.
     if (node.owners.length > 0 && !node.deleting) {

@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { isNotFound } from "../../src/runtime/errors.ts";
-import { startTestEnv, type TestEnv } from "../../src/runtime/testenv.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 
 const run = promisify(execFile);
 
@@ -52,6 +52,58 @@ describe("startTestEnv", () => {
       { env: { ...process.env, HOME: home } },
     );
     expect(stdout.split("\n")).toContain("namespace/kube-system");
+  });
+
+  it("finishes deleting a namespace and collects dependents of a deleted owner", async () => {
+    const ns = { apiVersion: "v1", kind: "Namespace" };
+    const cm = { apiVersion: "v1", kind: "ConfigMap" };
+    await env.client.create({ ...ns, metadata: { name: "doomed" } });
+    await env.client.create({ ...cm, metadata: { name: "inside", namespace: "doomed" } });
+    const owner = await env.client.create<KubeObject>({
+      ...cm,
+      metadata: { name: "owner", namespace: "default" },
+    });
+    await env.client.create({
+      ...cm,
+      metadata: {
+        name: "dependent",
+        namespace: "default",
+        ownerReferences: [
+          { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata.uid! },
+        ],
+      },
+    });
+    await env.client.delete(ns, "doomed");
+    await env.client.delete(cm, "owner", "default");
+    const gone = async (type: typeof ns, name: string, namespace?: string) =>
+      isNotFound(await env.client.get(type, name, namespace).catch((e: unknown) => e));
+    await vi.waitFor(
+      async () => {
+        expect(await gone(ns, "doomed")).toBe(true);
+        expect(await gone(cm, "dependent", "default")).toBe(true);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+  });
+
+  it("runs the apiserver alone with controllers: false", async () => {
+    const bare = await startTestEnv({ controllers: false });
+    try {
+      const ns = { apiVersion: "v1", kind: "Namespace" };
+      await bare.client.create({ ...ns, metadata: { name: "stays" } });
+      await bare.client.delete(ns, "stays");
+      await new Promise((r) => setTimeout(r, 300));
+      const still = await bare.client.get<KubeObject>(ns, "stays");
+      expect(still.metadata.deletionTimestamp).toBeTruthy();
+    } finally {
+      await bare.stop();
+    }
+  });
+
+  it("refuses an unknown controller name", async () => {
+    await expect(startTestEnv({ controllers: ["garbage-colector"] })).rejects.toThrow(
+      /unknown controller/,
+    );
   });
 
   it("starts several independent environments side by side", async () => {

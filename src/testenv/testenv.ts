@@ -1,11 +1,13 @@
 /**
- * The test environment: a real Setpoint apiserver started in process, on an
- * in-memory (or temporary file) SQLite store, reachable over real HTTP on a free
- * port. Controllers under test talk to it through the same client they use in
- * production, so a test exercises the real protocol. Starting one takes tens of
- * milliseconds.
+ * The test environment: a real Setpoint control plane started in process — the
+ * apiserver on an in-memory (or temporary file) SQLite store, reachable over real
+ * HTTP on a free port, and by default the built-in garbage collector and namespace
+ * controller beside it, so owned objects are collected and deleted namespaces
+ * finish deleting, as on a real cluster. Controllers under test talk to it through
+ * the same client they use in production. Starting one takes tens of milliseconds.
  *
- * This is the only runtime module that imports the apiserver.
+ * It composes the apiserver, the runtime and the built-in controllers; none of
+ * those layers imports it.
  *
  * ```ts
  * const env = await startTestEnv();
@@ -21,8 +23,22 @@ import type { KubeObject } from "../api/meta.ts";
 import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
 import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
 import { startApiServer } from "../apiserver/server.ts";
+import {
+  BUILTIN_CONTROLLER_NAMES,
+  type ControllerManager,
+  checkControllerNames,
+  createControllerManager,
+  GARBAGE_COLLECTOR,
+  NAMESPACE_CONTROLLER,
+} from "../controllers/index.ts";
+import { Client, createLogger, type RestConfig, silentLogger } from "../runtime/index.ts";
 import { SqliteStore } from "../storage/sqlite.ts";
-import { Client, type RestConfig } from "./client.ts";
+
+/** Built-in controllers a test environment runs unless told otherwise. */
+export const DEFAULT_TESTENV_CONTROLLERS: readonly string[] = [
+  GARBAGE_COLLECTOR,
+  NAMESPACE_CONTROLLER,
+];
 
 export interface TestEnvOptions {
   /** "memory" (default): nothing on disk; "file": a SQLite file in a temp dir. */
@@ -31,6 +47,13 @@ export interface TestEnvOptions {
   kubernetesMinor?: number;
   /** CustomResourceDefinitions to install before returning (waits until they are served). */
   crds?: KubeObject[];
+  /**
+   * Built-in controllers to run beside the apiserver: `true` (default) for the
+   * garbage collector and the namespace controller, `false` for none (the
+   * apiserver alone), or a list of names ("garbage-collector", "namespace",
+   * "event-ttl").
+   */
+  controllers?: boolean | readonly string[];
 }
 
 export interface TestEnv {
@@ -42,14 +65,22 @@ export interface TestEnv {
   readonly client: Client;
   /** Path of a kubeconfig file for the server (for kubectl or other tools). */
   readonly kubeconfigPath: string;
-  /** Stops the server and removes temporary files. */
+  /** Stops the controllers and the server and removes temporary files. */
   stop(): Promise<void>;
 }
 
 /** How long startTestEnv waits for installed CRDs to be served. */
 export const CRD_READY_TIMEOUT_MS = 10_000;
 
+function controllersToRun(opt: TestEnvOptions["controllers"]): readonly string[] {
+  if (opt === undefined || opt === true) return DEFAULT_TESTENV_CONTROLLERS;
+  if (opt === false) return [];
+  checkControllerNames(opt);
+  return opt;
+}
+
 export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
+  const run = controllersToRun(opts.controllers);
   const dir = mkdtempSync(join(tmpdir(), "setpoint-testenv-"));
   const store = SqliteStore.open(opts.storage === "file" ? join(dir, "state.db") : ":memory:", {
     durable: false,
@@ -59,13 +90,13 @@ export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> 
     port: 0,
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
   });
-  await ensureSystemNamespaces({ url: server.url });
   const kubeconfigPath = join(dir, "kubeconfig");
-  await writeKubeconfig(kubeconfigPath, { server: server.url });
   const config: RestConfig = { server: server.url };
   const client = new Client(config);
+  let builtins: ControllerManager | undefined;
 
   const stop = async (): Promise<void> => {
+    await builtins?.stop();
     client.close();
     await server.close();
     await store.close();
@@ -73,6 +104,18 @@ export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> 
   };
 
   try {
+    await ensureSystemNamespaces({ url: server.url });
+    await writeKubeconfig(kubeconfigPath, { server: server.url });
+    if (run.length > 0) {
+      builtins = createControllerManager({
+        restConfig: config,
+        logger: process.env.SETPOINT_TESTENV_LOG
+          ? createLogger({ level: "debug" })
+          : silentLogger(),
+        disabled: BUILTIN_CONTROLLER_NAMES.filter((name) => !run.includes(name)),
+      });
+      await builtins.start();
+    }
     for (const crd of opts.crds ?? []) await installCrd(client, crd);
   } catch (err) {
     await stop();
