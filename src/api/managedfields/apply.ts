@@ -20,6 +20,8 @@
  *    object changes (and is set on a new entry).
  * Client-side apply's annotation is handled as described in lastapplied.ts.
  */
+
+import { deepEqual, isJsonObject, setMember } from "../deepcopy.ts";
 import type { KubeObject } from "../meta.ts";
 import { parseApiVersion } from "../meta.ts";
 import type { Schema } from "../schema.ts";
@@ -52,7 +54,7 @@ import {
   updateWriter,
   type Writer,
 } from "./update.ts";
-import { cloneJson, isObject, jsonEqual, setOwn } from "./value.ts";
+import { cloneJson } from "./value.ts";
 
 /** The manager existing fields are attributed to when an object is applied to for the first time. */
 export const BEFORE_FIRST_APPLY_MANAGER = "before-first-apply";
@@ -76,7 +78,7 @@ function gvkString(obj: KubeObject): string {
 }
 
 function badConfig(applied: KubeObject, err: TypedValueError): StatusError {
-  const m = isObject(applied.metadata) ? applied.metadata : {};
+  const m = isJsonObject(applied.metadata) ? applied.metadata : {};
   const ns = typeof m.namespace === "string" ? m.namespace : "";
   const name = typeof m.name === "string" ? m.name : "";
   return errors.badRequest(
@@ -85,14 +87,15 @@ function badConfig(applied: KubeObject, err: TypedValueError): StatusError {
 }
 
 function checkApplied(applied: KubeObject, opts: ApplyOptions): void {
-  if (!isObject(applied)) throw errors.badRequest("the applied configuration must be an object");
+  if (!isJsonObject(applied))
+    throw errors.badRequest("the applied configuration must be an object");
   const version = typeof applied.apiVersion === "string" ? applied.apiVersion : "";
   if (version !== opts.apiVersion) {
     throw errors.badRequest(
       `Incorrect version specified in apply patch. Specified patch version: ${version}, expected: ${opts.apiVersion}`,
     );
   }
-  const mf = isObject(applied.metadata) ? applied.metadata.managedFields : undefined;
+  const mf = isJsonObject(applied.metadata) ? applied.metadata.managedFields : undefined;
   if (mf !== undefined && mf !== null)
     throw errors.badRequest("metadata.managedFields must be nil");
 }
@@ -102,11 +105,12 @@ function withSystemMetadata(
   merged: Record<string, unknown>,
   live: KubeObject | undefined,
 ): Record<string, unknown> {
-  if (!isObject(merged.metadata)) return merged;
+  if (!isJsonObject(merged.metadata)) return merged;
   const metadata: Record<string, unknown> = { ...merged.metadata };
-  const liveMeta: Record<string, unknown> = live && isObject(live.metadata) ? live.metadata : {};
+  const liveMeta: Record<string, unknown> =
+    live && isJsonObject(live.metadata) ? live.metadata : {};
   for (const k of SYSTEM_METADATA) {
-    if (Object.hasOwn(liveMeta, k)) setOwn(metadata, k, liveMeta[k]);
+    if (Object.hasOwn(liveMeta, k)) setMember(metadata, k, liveMeta[k]);
     else delete metadata[k];
   }
   return { ...merged, metadata };
@@ -155,7 +159,7 @@ function applyOnce(
     result = pruneObject(merged, previous.set, kept, schema);
   }
 
-  const changed = !jsonEqual(live ?? {}, result);
+  const changed = !deepEqual(live ?? {}, result);
   const c = changed ? compareObjects(live, result, schema) : NO_CHANGE;
   const changedFields = c.modified.union(c.added);
   const conflicting = new Map<string, { manager: ManagerEntry; fields: FieldSet }>();
@@ -248,7 +252,7 @@ export function applyServerSide(
   const out = cloneJson(
     result.changed || !live ? result.object : (live as Record<string, unknown>),
   ) as KubeObject;
-  if (!isObject(out.metadata)) out.metadata = {};
+  if (!isJsonObject(out.metadata)) out.metadata = {};
   const entries =
     live?.metadata?.managedFields && sameManaged(result.managed, liveManaged)
       ? cloneJson(live.metadata.managedFields)

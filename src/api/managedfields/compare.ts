@@ -10,6 +10,8 @@
  * changes nothing. Duplicate items (several items with one key, which live objects
  * may have) are compared as one atomic field.
  */
+
+import { deepEqual, isJsonObject } from "../deepcopy.ts";
 import type { Schema } from "../schema.ts";
 import { fieldKey, type PathKey } from "./fieldpath.ts";
 import { FieldSet } from "./fieldset.ts";
@@ -21,7 +23,7 @@ import {
   type Shape,
   shapeOf,
 } from "./typeinfo.ts";
-import { definedKeys, isObject, jsonEqual } from "./value.ts";
+import { definedKeys } from "./value.ts";
 
 /** What changed between two versions of an object. */
 export interface Comparison {
@@ -45,8 +47,8 @@ export function compareObjects(lhs: unknown, rhs: unknown, schema: Schema | unde
     removed: new FieldSet(),
     path: [],
   };
-  const l = isObject(lhs) ? lhs : {};
-  const r = isObject(rhs) ? rhs : {};
+  const l = isJsonObject(lhs) ? lhs : {};
+  const r = isJsonObject(rhs) ? rhs : {};
   compareChildren(l, r, resourceSchema(schema), "map", c);
   return { added: c.added, modified: c.modified, removed: c.removed };
 }
@@ -58,7 +60,7 @@ export function compareObjects(lhs: unknown, rhs: unknown, schema: Schema | unde
  */
 export function addedFields(obj: unknown, schema: Schema | undefined): FieldSet {
   const out = new FieldSet();
-  if (isObject(obj)) addMapChildren(out, obj, resourceSchema(schema));
+  if (isJsonObject(obj)) addMapChildren(out, obj, resourceSchema(schema));
   return out;
 }
 
@@ -120,7 +122,7 @@ export function pairShape(l: unknown, r: unknown, schema: Schema | undefined): S
 export function isEmptyContainer(v: unknown): boolean {
   if (v === undefined || v === null) return true;
   if (Array.isArray(v)) return v.length === 0;
-  return isObject(v) && definedKeys(v).length === 0;
+  return isJsonObject(v) && definedKeys(v).length === 0;
 }
 
 function compareNode(l: unknown, r: unknown, schema: Schema | undefined, c: Ctx): void {
@@ -134,14 +136,14 @@ function compareNode(l: unknown, r: unknown, schema: Schema | undefined, c: Ctx)
   if (shape === "scalar" || shape === "atomic" || (isEmptyContainer(l) && isEmptyContainer(r))) {
     if (l === undefined) c.added.insert(c.path);
     else if (r === undefined) c.removed.insert(c.path);
-    else if (!jsonEqual(l, r)) c.modified.insert(c.path);
+    else if (!deepEqual(l, r)) c.modified.insert(c.path);
     return;
   }
   if (!compareChildren(l, r, schema, shape, c)) {
     // Items that cannot be identified: the list is compared as one field.
     if (l === undefined) c.added.insert(c.path);
     else if (r === undefined) c.removed.insert(c.path);
-    else if (!jsonEqual(l, r)) c.modified.insert(c.path);
+    else if (!deepEqual(l, r)) c.modified.insert(c.path);
     return;
   }
   if (l === undefined) c.added.insert(c.path);
@@ -157,8 +159,8 @@ function compareChildren(
   c: Ctx,
 ): boolean {
   if (shape === "map") {
-    const lm = isObject(l) ? l : undefined;
-    const rm = isObject(r) ? r : undefined;
+    const lm = isJsonObject(l) ? l : undefined;
+    const rm = isJsonObject(r) ? r : undefined;
     const keys = new Set<string>(lm ? definedKeys(lm) : []);
     if (rm) for (const k of definedKeys(rm)) keys.add(k);
     for (const k of keys) {
@@ -209,7 +211,7 @@ function compareLists(l: unknown, r: unknown, schema: Schema | undefined, c: Ctx
     if (lg.length <= 1 && rg.length <= 1) {
       compareNode(lg[0], rg[0], items, c);
     } else if (lg.length >= 2 && rg.length >= 2) {
-      if (!jsonEqual(lg, rg)) c.modified.insert(c.path);
+      if (!deepEqual(lg, rg)) c.modified.insert(c.path);
     } else if (lg.length >= 2) {
       if (rg.length > 0) compareNode(undefined, rg[0], items, c);
       c.removed.insert(c.path);

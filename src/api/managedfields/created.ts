@@ -4,13 +4,15 @@
  * without building the field set first. A create is the most frequent write and
  * its ownership is exactly "every field of the object", so it gets this short path.
  */
+
+import { isJsonObject, setMember } from "../deepcopy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { isEmptyContainer } from "./compare.ts";
 import { comparePathKeys, fieldKey, type PathKey } from "./fieldpath.ts";
 import type { FieldSet } from "./fieldset.ts";
 import { fieldType, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
-import { compareStrings, isObject, setOwn } from "./value.ts";
+import { compareStrings } from "./value.ts";
 
 /** The marker of a node that is itself a member of the set. */
 const SELF = ".";
@@ -24,7 +26,7 @@ export function createdFieldsV1(
   schema: Schema | undefined,
   untracked: FieldSet,
 ): FieldsV1 | undefined {
-  if (!isObject(obj)) return undefined;
+  if (!isJsonObject(obj)) return undefined;
   const out = mapChildren(obj, resourceSchema(schema), untracked);
   return out && Object.keys(out).length > 0 ? out : undefined;
 }
@@ -87,7 +89,7 @@ function mapFields(
     const f = node(key, v, fieldType(schema, k).schema, untracked);
     if (f === undefined) continue;
     out ??= start(self);
-    setOwn(out, key, f);
+    setMember(out, key, f);
   }
   return out;
 }
@@ -121,7 +123,7 @@ function listFields(
     }
     if (f === undefined) continue;
     out ??= start(self);
-    setOwn(out, k, f);
+    setMember(out, k, f);
   }
   return out;
 }

@@ -11,11 +11,13 @@
  * field (the item, nothing below it), and a list whose items cannot be identified
  * counts as one atomic field.
  */
+
+import { isJsonObject } from "../deepcopy.ts";
 import type { Schema } from "../schema.ts";
 import { fieldKey, type PathKey, pathElementString, pathString } from "./fieldpath.ts";
 import { FieldSet } from "./fieldset.ts";
 import { fieldType, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
-import { definedKeys, isObject } from "./value.ts";
+import { definedKeys } from "./value.ts";
 
 /** Thrown when an applied configuration cannot be read as its type (its messages name the paths). */
 export class TypedValueError extends Error {
@@ -38,7 +40,7 @@ interface Walk {
 export function extractFields(obj: unknown, schema: Schema | undefined, strict = false): FieldSet {
   const w: Walk = { strict, errors: [], path: [] };
   const out = new FieldSet();
-  if (isObject(obj)) walkMap(obj, resourceSchema(schema), out, w);
+  if (isJsonObject(obj)) walkMap(obj, resourceSchema(schema), out, w);
   if (w.errors.length > 0) throw new TypedValueError(w.errors);
   return out;
 }
@@ -49,7 +51,7 @@ export function extractFields(obj: unknown, schema: Schema | undefined, strict =
  */
 export function extractNodes(obj: unknown, schema: Schema | undefined): FieldSet {
   const out = new FieldSet();
-  if (isObject(obj)) nodesOfMap(obj, resourceSchema(schema), out);
+  if (isJsonObject(obj)) nodesOfMap(obj, resourceSchema(schema), out);
   return out;
 }
 
@@ -93,7 +95,7 @@ function walkMap(
     w.path.push(key);
     const leaf = walkValue(v, ft.schema, set, key, w);
     w.path.pop();
-    if (leaf || v === null || !ft.declared || (isObject(v) && definedKeys(v).length === 0)) {
+    if (leaf || v === null || !ft.declared || (isJsonObject(v) && definedKeys(v).length === 0)) {
       set.addMember(key);
     }
   }

@@ -13,14 +13,8 @@
  * Kubernetes does when it writes FieldsV1 (fields, then keys, values, indexes), and
  * `pathString` prints a path the way conflict messages do (`.spec.ports[port=80,protocol="TCP"].name`).
  */
-import {
-  compareStrings,
-  compareValues,
-  goJson,
-  goJsonString,
-  isObject,
-  valueToString,
-} from "./value.ts";
+import { isJsonObject } from "../deepcopy.ts";
+import { compareStrings, compareValues, goJson, goJsonString, valueToString } from "./value.ts";
 
 /** A serialized, canonical path element (`f:spec`, `k:{"name":"x"}`, `v:1`, `i:0`). */
 export type PathKey = string;
@@ -128,7 +122,8 @@ function parseUncached(key: string): PathElement | undefined {
       return { kind: "value", value: parseJson(rest, "value") };
     case "k": {
       const obj = parseJson(rest, "key");
-      if (!isObject(obj)) throw new PathElementError(`key path element is not an object: ${key}`);
+      if (!isJsonObject(obj))
+        throw new PathElementError(`key path element is not an object: ${key}`);
       const fields: [string, unknown][] = Object.keys(obj).map((k) => [k, obj[k]]);
       fields.sort((a, b) => compareStrings(a[0], b[0]));
       return { kind: "key", fields };

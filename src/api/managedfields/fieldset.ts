@@ -14,9 +14,10 @@
  * Invariant: a child set is never empty (setChild drops empty ones, and insert
  * only creates the nodes of the path it adds), so emptiness is known at once.
  */
+
+import { isJsonObject, setMember } from "../deepcopy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import { canonicalPathKey, comparePathKeys, type Path, type PathKey } from "./fieldpath.ts";
-import { isObject, setOwn } from "./value.ts";
 
 /** Thrown when a FieldsV1 document cannot be decoded. */
 export class FieldsV1Error extends Error {
@@ -206,7 +207,7 @@ export class FieldSet {
     if (self) out[SELF] = {};
     for (const k of this.sortedKeys()) {
       const c = this.children.get(k);
-      setOwn(out, k, c ? c.encode(this.members.has(k)) : {});
+      setMember(out, k, c ? c.encode(this.members.has(k)) : {});
     }
     return out;
   }
@@ -216,7 +217,7 @@ export class FieldSet {
    * Kubernetes does; anything else malformed throws FieldsV1Error.
    */
   static fromFieldsV1(fields: unknown): FieldSet {
-    if (!isObject(fields)) throw new FieldsV1Error("FieldsV1 must be a JSON object");
+    if (!isJsonObject(fields)) throw new FieldsV1Error("FieldsV1 must be a JSON object");
     const out = new FieldSet();
     decodeInto(out, fields);
     return out;
@@ -232,7 +233,7 @@ function decodeInto(set: FieldSet, obj: Record<string, unknown>): boolean {
       self = true;
       continue;
     }
-    if (!isObject(value))
+    if (!isJsonObject(value))
       throw new FieldsV1Error(`value of ${JSON.stringify(raw)} must be an object`);
     let key: PathKey | undefined;
     try {

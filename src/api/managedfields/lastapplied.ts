@@ -31,12 +31,14 @@
  * updateManagedFields starts from the request's managedFields when they are valid
  * and not empty, and leaves them as they are when the write changes nothing else.
  */
+
+import { isJsonObject } from "../deepcopy.ts";
 import type { KubeObject } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { compareObjects } from "./compare.ts";
 import { extractFields } from "./extract.ts";
 import type { FieldSet } from "./fieldset.ts";
-import { cloneJson, getOwn, goJson, isObject } from "./value.ts";
+import { cloneJson, getOwn, goJson } from "./value.ts";
 
 /** The annotation client-side apply keeps its last applied configuration in. */
 export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
@@ -49,7 +51,7 @@ export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 
 function annotationsOf(obj: KubeObject | undefined): Record<string, unknown> | undefined {
   const a = obj?.metadata?.annotations;
-  return isObject(a) ? a : undefined;
+  return isJsonObject(a) ? a : undefined;
 }
 
 /** The annotation's value, if the object has a non-empty one. */
@@ -77,7 +79,7 @@ export function allowedConflictsFromLastApplied(
   } catch {
     return undefined;
   }
-  if (!isObject(last) || last.apiVersion !== apiVersion) return undefined;
+  if (!isJsonObject(last) || last.apiVersion !== apiVersion) return undefined;
   let set: FieldSet;
   try {
     set = extractFields(last, schema, true);

@@ -7,9 +7,11 @@
  * Entries are written sorted as Kubernetes sorts them: Apply before Update, then by
  * time (oldest first), manager, apiVersion and subresource.
  */
+
+import { isJsonObject } from "../deepcopy.ts";
 import type { ManagedFieldsEntry } from "../meta.ts";
 import { FieldSet, FieldsV1Error } from "./fieldset.ts";
-import { compareStrings, goJson, goQuote, isObject } from "./value.ts";
+import { compareStrings, goJson, goQuote } from "./value.ts";
 
 /** One manager's ownership. */
 export interface ManagerEntry {
@@ -70,7 +72,7 @@ export function printManager(
 export function isResetManagedFields(list: unknown): boolean {
   if (!Array.isArray(list)) return false;
   if (list.length === 0) return true;
-  if (list.length !== 1 || !isObject(list[0])) return false;
+  if (list.length !== 1 || !isJsonObject(list[0])) return false;
   const e = list[0] as ManagedFieldsEntry;
   return (
     !e.manager &&
@@ -89,7 +91,8 @@ export function decodeManagedFields(list: unknown): Managed {
   if (list === undefined || list === null) return out;
   if (!Array.isArray(list)) throw new ManagedFieldsError("managedFields must be a list");
   list.forEach((raw, i) => {
-    if (!isObject(raw)) throw new ManagedFieldsError(`managed fields entry ${i} must be an object`);
+    if (!isJsonObject(raw))
+      throw new ManagedFieldsError(`managed fields entry ${i} must be an object`);
     const e = raw as ManagedFieldsEntry;
     if (e.operation !== "Apply" && e.operation !== "Update") {
       throw new ManagedFieldsError("operation must be `Apply` or `Update`");

@@ -13,11 +13,13 @@
  * list with duplicate items keeps them unless the configuration names their key,
  * which replaces them with its single item.
  */
+
+import { isJsonObject, setMember } from "../deepcopy.ts";
 import type { Schema } from "../schema.ts";
 import { isEmptyContainer, pairShape } from "./compare.ts";
 import type { PathKey } from "./fieldpath.ts";
 import { fieldType, indexList, itemSchema, resourceSchema } from "./typeinfo.ts";
-import { definedKeys, isObject, setOwn } from "./value.ts";
+import { definedKeys } from "./value.ts";
 
 /** The merge of `applied` into `live` (whole objects). Shares values with its inputs. */
 export function mergeObjects(
@@ -35,8 +37,8 @@ function mergeValue(l: unknown, r: unknown, schema: Schema | undefined): unknown
   if (shape === "mismatch" || shape === "scalar" || shape === "atomic") return r;
   if (isEmptyContainer(l) && isEmptyContainer(r)) return r;
   if (shape === "map") {
-    if (!isObject(r)) return l;
-    if (!isObject(l)) return r;
+    if (!isJsonObject(r)) return l;
+    if (!isJsonObject(l)) return r;
     return mergeMap(l, r, schema);
   }
   if (!Array.isArray(r)) return l;
@@ -52,10 +54,10 @@ function mergeMap(
   const out: Record<string, unknown> = {};
   for (const k of definedKeys(l)) {
     const rv = Object.hasOwn(r, k) ? r[k] : undefined;
-    setOwn(out, k, rv === undefined ? l[k] : mergeValue(l[k], rv, fieldType(schema, k).schema));
+    setMember(out, k, rv === undefined ? l[k] : mergeValue(l[k], rv, fieldType(schema, k).schema));
   }
   for (const k of definedKeys(r)) {
-    if (!Object.hasOwn(out, k)) setOwn(out, k, r[k]);
+    if (!Object.hasOwn(out, k)) setMember(out, k, r[k]);
   }
   return out;
 }

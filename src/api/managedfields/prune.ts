@@ -9,6 +9,8 @@
  * stays, empty: a node is only removed when it is in the set itself (pruning puts
  * it there when nobody owns it nor anything below it).
  */
+
+import { setMember } from "../deepcopy.ts";
 import type { Schema } from "../schema.ts";
 import { extractFields, extractNodes } from "./extract.ts";
 import { fieldKey } from "./fieldpath.ts";
@@ -21,7 +23,7 @@ import {
   resourceSchema,
   shapeOf,
 } from "./typeinfo.ts";
-import { definedKeys, setOwn } from "./value.ts";
+import { definedKeys } from "./value.ts";
 
 /** `obj` without the fields of `set` (whole nodes). Shares untouched values with `obj`. */
 export function removeFields(
@@ -42,7 +44,7 @@ function removeIn(value: unknown, set: FieldSet, schema: Schema | undefined): un
       const key = fieldKey(k);
       if (set.hasMember(key)) continue;
       const below = set.child(key);
-      setOwn(out, k, below ? removeIn(obj[k], below, fieldType(schema, k).schema) : obj[k]);
+      setMember(out, k, below ? removeIn(obj[k], below, fieldType(schema, k).schema) : obj[k]);
     }
     return out;
   }

@@ -15,9 +15,11 @@
  *   always ObjectMeta, with ObjectMeta's markers (labels and annotations granular,
  *   finalizers a set, ownerReferences a map keyed by uid whose items are atomic).
  */
+
+import { isJsonObject } from "../deepcopy.ts";
 import type { Schema } from "../schema.ts";
 import { keyKey, type PathKey, valueKey } from "./fieldpath.ts";
-import { getOwn, goQuote, isObject } from "./value.ts";
+import { getOwn, goQuote } from "./value.ts";
 
 const stringMap: Schema = { type: "object", additionalProperties: { type: "string" } };
 
@@ -161,7 +163,7 @@ export type Shape = "scalar" | "atomic" | "map" | "list";
 /** The shape of `value` under `schema`. */
 export function shapeOf(value: unknown, schema: Schema | undefined): Shape {
   if (Array.isArray(value)) return listKind(schema).kind === "atomic" ? "atomic" : "list";
-  if (isObject(value)) return isAtomicMap(schema) ? "atomic" : "map";
+  if (isJsonObject(value)) return isAtomicMap(schema) ? "atomic" : "map";
   return "scalar";
 }
 
@@ -183,7 +185,8 @@ const itemKeyCache = new WeakMap<Schema, WeakMap<object, CachedKey>>();
 
 /** The path element of an item of a set or keyed list. */
 export function itemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
-  if (kind.kind !== "map" || !items || !isObject(item)) return computeItemKey(item, kind, items);
+  if (kind.kind !== "map" || !items || !isJsonObject(item))
+    return computeItemKey(item, kind, items);
   let perSchema = itemKeyCache.get(items);
   if (!perSchema) {
     perSchema = new WeakMap();
@@ -203,7 +206,7 @@ export function itemKey(item: unknown, kind: ListKind, items: Schema | undefined
 function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
   if (kind.kind === "map") {
     if (item === null) return { error: "associative list with keys may not have a null element" };
-    if (!isObject(item))
+    if (!isJsonObject(item))
       return { error: "associative list with keys may not have non-map elements" };
     const fields: [string, unknown][] = [];
     for (const name of kind.keys) {
@@ -223,7 +226,7 @@ function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined
     }
     return { key: keyKey(fields) };
   }
-  if (isObject(item))
+  if (isJsonObject(item))
     return { error: "associative list without keys has an element that's a map type" };
   if (Array.isArray(item))
     return { error: "not supported: associative list with lists as elements" };

@@ -14,6 +14,8 @@
  *   tracked by updates: the result stays empty until the next apply. Creates are
  *   always tracked.
  */
+
+import { isJsonObject } from "../deepcopy.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { compareObjects } from "./compare.ts";
@@ -31,7 +33,6 @@ import {
   type ManagerEntry,
   managerId,
 } from "./managers.ts";
-import { isObject } from "./value.ts";
 
 /** Who writes, and when: the inputs both entry points need besides the objects. */
 export interface ManagedFieldsOptions {
@@ -79,7 +80,7 @@ export function updateWriter(opts: ManagedFieldsOptions, manager = opts.manager)
 
 /** `obj` without metadata.managedFields (a shallow copy; the input is not changed). */
 export function withoutManagedFields(obj: KubeObject): KubeObject {
-  if (!isObject(obj.metadata) || !Object.hasOwn(obj.metadata, "managedFields")) return obj;
+  if (!isJsonObject(obj.metadata) || !Object.hasOwn(obj.metadata, "managedFields")) return obj;
   const { managedFields: _, ...metadata } = obj.metadata;
   return { ...obj, metadata };
 }

@@ -1,15 +1,12 @@
 /**
- * JSON value helpers for field management: structural equality, the total order
- * Kubernetes' structured-merge-diff defines over values (used to sort list-item path
+ * JSON value helpers for field management: copies without `undefined` members, the
+ * total order Kubernetes' structured-merge-diff defines over values (used to sort list-item path
  * elements), and JSON text written the way Go's encoder writes it (object keys
  * sorted, `<`, `>` and `&` escaped), since that text ends up in `k:`/`v:` path
  * elements and in the last-applied annotation, where clients compare it byte for byte.
+ * Equality, plain-object tests and own-member writes are deepcopy.ts's.
  */
-
-/** True for a plain JSON object (not null, not an array). */
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+import { isJsonObject, setMember } from "../deepcopy.ts";
 
 /** The keys of a JSON object whose values are not `undefined`, in insertion order. */
 export function definedKeys(o: Record<string, unknown>): string[] {
@@ -18,63 +15,24 @@ export function definedKeys(o: Record<string, unknown>): string[] {
   return out;
 }
 
-/** Sets `obj[key]` as an own data property, also for the key "__proto__". */
-export function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === "__proto__") {
-    Object.defineProperty(obj, key, {
-      value,
-      writable: true,
-      enumerable: true,
-      configurable: true,
-    });
-  } else {
-    obj[key] = value;
-  }
-}
-
 /** `obj[key]` if it is an own property, else undefined (never reads the prototype). */
 export function getOwn(obj: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
 
-/** A deep copy of a JSON value; object keys keep their order. */
+/**
+ * A deep copy of a JSON value without its `undefined` members (as a JSON round trip
+ * would drop them; deepClone keeps them); object keys keep their order.
+ */
 export function cloneJson<T>(v: T): T {
   if (typeof v !== "object" || v === null) return v;
   if (Array.isArray(v)) return v.map((x) => cloneJson(x)) as T;
   const src = v as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(src)) {
-    if (src[k] !== undefined) setOwn(out, k, cloneJson(src[k]));
+    if (src[k] !== undefined) setMember(out, k, cloneJson(src[k]));
   }
   return out as T;
-}
-
-/**
- * Structural equality of JSON values: objects compare by their keys regardless of
- * order, a member set to `undefined` counts as absent.
- */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  const aArr = Array.isArray(a);
-  if (aArr !== Array.isArray(b)) return false;
-  if (aArr) {
-    const x = a as unknown[];
-    const y = b as unknown[];
-    if (x.length !== y.length) return false;
-    for (let i = 0; i < x.length; i++) if (!jsonEqual(x[i], y[i])) return false;
-    return true;
-  }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let count = 0;
-  for (const k of Object.keys(x)) {
-    if (x[k] === undefined) continue;
-    count++;
-    if (!Object.hasOwn(y, k) || !jsonEqual(x[k], y[k])) return false;
-  }
-  for (const k of Object.keys(y)) if (y[k] !== undefined) count--;
-  return count === 0;
 }
 
 function isSurrogate(c: number): boolean {
@@ -104,7 +62,7 @@ function typeRank(v: unknown): number {
   if (typeof v === "string") return 1;
   if (typeof v === "boolean") return 2;
   if (Array.isArray(v)) return 3;
-  if (isObject(v)) return 4;
+  if (isJsonObject(v)) return 4;
   return 5; // null
 }
 
@@ -176,7 +134,7 @@ export function goJson(v: unknown): string {
       return v ? "true" : "false";
   }
   if (Array.isArray(v)) return `[${v.map((x) => goJson(x)).join(",")}]`;
-  if (!isObject(v)) return "null";
+  if (!isJsonObject(v)) return "null";
   const keys = definedKeys(v).sort(compareStrings);
   return `{${keys.map((k) => `${goJsonString(k)}:${goJson(v[k])}`).join(",")}}`;
 }
@@ -214,7 +172,7 @@ export function valueToString(v: unknown): string {
   if (typeof v === "string") return goQuote(v);
   if (typeof v === "number" || typeof v === "boolean") return String(v);
   if (Array.isArray(v)) return `[${v.map((x) => valueToString(x)).join(",")}]`;
-  if (isObject(v)) {
+  if (isJsonObject(v)) {
     return definedKeys(v)
       .map((k) => `${k}=${valueToString(v[k])}`)
       .join("");
