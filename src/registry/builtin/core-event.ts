@@ -4,15 +4,16 @@ import type { StatusCause } from "../../api/status.ts";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { fieldString, int32, object, str } from "./build.ts";
-import { invalid, qualifiedNameErrors, required } from "./causes.ts";
-import { coreEventView, eventColumns } from "./event-columns.ts";
+import { invalid } from "./causes.ts";
+import { coreEventView } from "./event-columns.ts";
+import {
+  clusterEventNamespaceCauses,
+  eventDefinition,
+  newEventCauses,
+  referenceSelectableFields,
+} from "./event-definition.ts";
 import { kindSchema, microTime, time } from "./meta.ts";
 import { CORE_V1, eventSourceSchema, objectReferenceSchema } from "./references.ts";
-
-/** Longest reportingInstance, action and reason of an Event (Kubernetes' limits). */
-export const EVENT_FIELD_LENGTH_LIMIT = 128;
-/** Longest message (note) of an Event: 1 kB. */
-export const EVENT_NOTE_LENGTH_LIMIT = 1024;
 
 const eventSeriesSchema = defineSchema(
   `${CORE_V1}.EventSeries`,
@@ -68,96 +69,32 @@ export const coreEventSchema = kindSchema(
  * also need reportingComponent, reportingInstance, action and reason.
  */
 function validateCoreEvent(obj: KubeObject): StatusCause[] {
-  const causes: StatusCause[] = [];
+  if (fieldString(obj, "eventTime")) {
+    return [
+      ...clusterEventNamespaceCauses(obj, "involvedObject"),
+      ...newEventCauses(obj, "reportingComponent", "message"),
+    ];
+  }
   const ns = obj.metadata.namespace ?? "";
   const involvedNs = fieldString(obj, "involvedObject", "namespace");
-  const eventTime = fieldString(obj, "eventTime");
-  if (!eventTime) {
-    if (involvedNs === "" ? ns !== "" && ns !== "default" : ns !== involvedNs) {
-      causes.push(
-        invalid("involvedObject.namespace", involvedNs, "does not match event.namespace"),
-      );
-    }
-  } else {
-    if (involvedNs === "" && ns !== "default" && ns !== "kube-system") {
-      causes.push(
-        invalid("involvedObject.namespace", involvedNs, "does not match event.namespace"),
-      );
-    }
-    causes.push(...newEventCauses(obj, "reportingComponent", "message"));
+  if (involvedNs === "" ? ns !== "" && ns !== "default" : ns !== involvedNs) {
+    return [invalid("involvedObject.namespace", involvedNs, "does not match event.namespace")];
   }
-  return causes;
+  return [];
 }
 
-/** The rules for events that carry eventTime, with the field names of the request's version. */
-export function newEventCauses(
-  obj: KubeObject,
-  controllerField: string,
-  noteField: string,
-): StatusCause[] {
-  const causes: StatusCause[] = [];
-  const controller = fieldString(obj, controllerField);
-  if (!controller) causes.push(required(controllerField));
-  for (const msg of qualifiedNameErrors(controller)) {
-    causes.push(invalid(controllerField, controller, msg));
-  }
-  for (const f of ["reportingInstance", "action", "reason"]) {
-    const v = fieldString(obj, f);
-    if (!v) causes.push(required(f));
-    if (v.length > EVENT_FIELD_LENGTH_LIMIT) {
-      causes.push(invalid(f, "", `can have at most ${EVENT_FIELD_LENGTH_LIMIT} characters`));
-    }
-  }
-  if (fieldString(obj, noteField).length > EVENT_NOTE_LENGTH_LIMIT) {
-    causes.push(invalid(noteField, "", `can have at most ${EVENT_NOTE_LENGTH_LIMIT} characters`));
-  }
-  return causes;
-}
-
-const involved = (f: string) => (obj: KubeObject) => fieldString(obj, "involvedObject", f);
-
-export const coreEventDefinition: ResourceDefinition = {
+export const coreEventDefinition: ResourceDefinition = eventDefinition({
   group: "",
-  names: {
-    plural: "events",
-    singular: "event",
-    kind: "Event",
-    listKind: "EventList",
-    shortNames: ["ev"],
-    categories: [],
-  },
-  namespaced: true,
-  custom: false,
   protobufMessage: "k8s.io.api.core.v1.Event",
-  versions: [
-    {
-      name: "v1",
-      served: true,
-      storage: true,
-      schema: coreEventSchema,
-      statusSubresource: false,
-      printerColumns: eventColumns(coreEventView),
-      ageColumn: false,
-    },
-  ],
-  strategy: {
-    allowUnconditionalUpdate: true,
-    allowCreateOnUpdate: true,
-    tracksGeneration: true,
-    validate: validateCoreEvent,
-    selectableFields: {
-      "involvedObject.kind": involved("kind"),
-      "involvedObject.namespace": involved("namespace"),
-      "involvedObject.name": involved("name"),
-      "involvedObject.uid": involved("uid"),
-      "involvedObject.apiVersion": involved("apiVersion"),
-      "involvedObject.resourceVersion": involved("resourceVersion"),
-      "involvedObject.fieldPath": involved("fieldPath"),
-      reason: (obj) => fieldString(obj, "reason"),
-      reportingComponent: (obj) => fieldString(obj, "reportingComponent"),
-      source: (obj) =>
-        fieldString(obj, "source", "component") || fieldString(obj, "reportingComponent"),
-      type: (obj) => fieldString(obj, "type"),
-    },
+  schema: coreEventSchema,
+  view: coreEventView,
+  validate: validateCoreEvent,
+  selectableFields: {
+    ...referenceSelectableFields("involvedObject"),
+    reason: (obj) => fieldString(obj, "reason"),
+    reportingComponent: (obj) => fieldString(obj, "reportingComponent"),
+    source: (obj) =>
+      fieldString(obj, "source", "component") || fieldString(obj, "reportingComponent"),
+    type: (obj) => fieldString(obj, "type"),
   },
-};
+});

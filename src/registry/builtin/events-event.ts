@@ -5,8 +5,13 @@ import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { fieldObject, fieldString, int32, object, str } from "./build.ts";
 import { immutable, invalid, required } from "./causes.ts";
-import { newEventCauses } from "./core-event.ts";
-import { eventColumns, eventsV1View } from "./event-columns.ts";
+import { eventsV1View } from "./event-columns.ts";
+import {
+  clusterEventNamespaceCauses,
+  eventDefinition,
+  newEventCauses,
+  referenceSelectableFields,
+} from "./event-definition.ts";
 import { kindSchema, microTime, time } from "./meta.ts";
 import { eventSourceSchema, objectReferenceSchema } from "./references.ts";
 
@@ -105,13 +110,10 @@ const IMMUTABLE_FIELDS = [
 
 /** Kubernetes' strict validation of Events written through events.k8s.io/v1. */
 function validateEventsV1(obj: KubeObject, old: KubeObject | undefined): StatusCause[] {
-  const causes: StatusCause[] = [];
-  const ns = obj.metadata.namespace ?? "";
-  const regardingNs = fieldString(obj, "regarding", "namespace");
-  if (regardingNs === "" && ns !== "default" && ns !== "kube-system") {
-    causes.push(invalid("regarding.namespace", regardingNs, "does not match event.namespace"));
-  }
-  causes.push(...newEventCauses(obj, "reportingController", "note"));
+  const causes: StatusCause[] = [
+    ...clusterEventNamespaceCauses(obj, "regarding"),
+    ...newEventCauses(obj, "reportingController", "note"),
+  ];
   if (old) {
     for (const f of IMMUTABLE_FIELDS) causes.push(...immutable(f, obj[f], old[f]));
     return causes;
@@ -142,48 +144,16 @@ function validateEventsV1(obj: KubeObject, old: KubeObject | undefined): StatusC
   return causes;
 }
 
-const regarding = (f: string) => (obj: KubeObject) => fieldString(obj, "regarding", f);
-
-export const eventsV1EventDefinition: ResourceDefinition = {
+export const eventsV1EventDefinition: ResourceDefinition = eventDefinition({
   group: "events.k8s.io",
-  names: {
-    plural: "events",
-    singular: "event",
-    kind: "Event",
-    listKind: "EventList",
-    shortNames: ["ev"],
-    categories: [],
-  },
-  namespaced: true,
-  custom: false,
   protobufMessage: "k8s.io.api.events.v1.Event",
-  versions: [
-    {
-      name: "v1",
-      served: true,
-      storage: true,
-      schema: eventsV1EventSchema,
-      statusSubresource: false,
-      printerColumns: eventColumns(eventsV1View),
-      ageColumn: false,
-    },
-  ],
-  strategy: {
-    allowUnconditionalUpdate: true,
-    allowCreateOnUpdate: true,
-    tracksGeneration: true,
-    validate: validateEventsV1,
-    selectableFields: {
-      "regarding.kind": regarding("kind"),
-      "regarding.namespace": regarding("namespace"),
-      "regarding.name": regarding("name"),
-      "regarding.uid": regarding("uid"),
-      "regarding.apiVersion": regarding("apiVersion"),
-      "regarding.resourceVersion": regarding("resourceVersion"),
-      "regarding.fieldPath": regarding("fieldPath"),
-      reason: (obj) => fieldString(obj, "reason"),
-      reportingController: (obj) => fieldString(obj, "reportingController"),
-      type: (obj) => fieldString(obj, "type"),
-    },
+  schema: eventsV1EventSchema,
+  view: eventsV1View,
+  validate: validateEventsV1,
+  selectableFields: {
+    ...referenceSelectableFields("regarding"),
+    reason: (obj) => fieldString(obj, "reason"),
+    reportingController: (obj) => fieldString(obj, "reportingController"),
+    type: (obj) => fieldString(obj, "type"),
   },
-};
+});
