@@ -132,48 +132,62 @@ export function eventColumns(view: (obj: KubeObject) => EventView): PrinterColum
   ];
 }
 
-/** How a core/v1 Event reads. */
-export function coreEventView(obj: KubeObject): EventView {
-  const series = fieldObject(obj, "series");
-  return {
-    firstTimestamp: fieldString(obj, "firstTimestamp"),
-    lastTimestamp: fieldString(obj, "lastTimestamp"),
-    eventTime: fieldString(obj, "eventTime"),
-    seriesCount: series ? Number(series.count ?? 0) : undefined,
-    seriesLastObserved: fieldString(series, "lastObservedTime"),
-    count: Number(obj.count ?? 0) || 0,
-    type: fieldString(obj, "type"),
-    reason: fieldString(obj, "reason"),
-    objectKind: fieldString(obj, "involvedObject", "kind"),
-    objectName: fieldString(obj, "involvedObject", "name"),
-    fieldPath: fieldString(obj, "involvedObject", "fieldPath"),
-    sourceComponent: fieldString(obj, "source", "component"),
-    sourceHost: fieldString(obj, "source", "host"),
-    reportingController: fieldString(obj, "reportingComponent"),
-    reportingInstance: fieldString(obj, "reportingInstance"),
-    message: fieldString(obj, "message"),
+/** The names an Event version gives the fields a view reads. */
+interface EventFieldNames {
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: string;
+  /** The ObjectReference to the object the event is about. */
+  reference: string;
+  /** The EventSource (component, host). */
+  source: string;
+  reportingController: string;
+  message: string;
+}
+
+/** How an Event version with these field names reads, in core/v1 terms. */
+function eventView(names: EventFieldNames): (obj: KubeObject) => EventView {
+  return (obj) => {
+    const series = fieldObject(obj, "series");
+    return {
+      firstTimestamp: fieldString(obj, names.firstTimestamp),
+      lastTimestamp: fieldString(obj, names.lastTimestamp),
+      eventTime: fieldString(obj, "eventTime"),
+      seriesCount: series ? Number(series.count ?? 0) : undefined,
+      seriesLastObserved: fieldString(series, "lastObservedTime"),
+      count: Number(obj[names.count] ?? 0) || 0,
+      type: fieldString(obj, "type"),
+      reason: fieldString(obj, "reason"),
+      objectKind: fieldString(obj, names.reference, "kind"),
+      objectName: fieldString(obj, names.reference, "name"),
+      fieldPath: fieldString(obj, names.reference, "fieldPath"),
+      sourceComponent: fieldString(obj, names.source, "component"),
+      sourceHost: fieldString(obj, names.source, "host"),
+      reportingController: fieldString(obj, names.reportingController),
+      reportingInstance: fieldString(obj, "reportingInstance"),
+      message: fieldString(obj, names.message),
+    };
   };
 }
 
+/** How a core/v1 Event reads. */
+export const coreEventView = eventView({
+  firstTimestamp: "firstTimestamp",
+  lastTimestamp: "lastTimestamp",
+  count: "count",
+  reference: "involvedObject",
+  source: "source",
+  reportingController: "reportingComponent",
+  message: "message",
+});
+
 /** How an events.k8s.io/v1 Event reads, in core/v1 terms. */
-export function eventsV1View(obj: KubeObject): EventView {
-  const series = fieldObject(obj, "series");
-  return {
-    firstTimestamp: fieldString(obj, "deprecatedFirstTimestamp"),
-    lastTimestamp: fieldString(obj, "deprecatedLastTimestamp"),
-    eventTime: fieldString(obj, "eventTime"),
-    seriesCount: series ? Number(series.count ?? 0) : undefined,
-    seriesLastObserved: fieldString(series, "lastObservedTime"),
-    count: Number(obj.deprecatedCount ?? 0) || 0,
-    type: fieldString(obj, "type"),
-    reason: fieldString(obj, "reason"),
-    objectKind: fieldString(obj, "regarding", "kind"),
-    objectName: fieldString(obj, "regarding", "name"),
-    fieldPath: fieldString(obj, "regarding", "fieldPath"),
-    sourceComponent: fieldString(obj, "deprecatedSource", "component"),
-    sourceHost: fieldString(obj, "deprecatedSource", "host"),
-    reportingController: fieldString(obj, "reportingController"),
-    reportingInstance: fieldString(obj, "reportingInstance"),
-    message: fieldString(obj, "note"),
-  };
-}
+export const eventsV1View = eventView({
+  firstTimestamp: "deprecatedFirstTimestamp",
+  lastTimestamp: "deprecatedLastTimestamp",
+  count: "deprecatedCount",
+  reference: "regarding",
+  source: "deprecatedSource",
+  reportingController: "reportingController",
+  message: "note",
+});
