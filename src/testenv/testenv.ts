@@ -16,13 +16,7 @@
  * await env.stop();
  * ```
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { KubeObject } from "../api/meta.ts";
-import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
-import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
-import { startApiServer } from "../apiserver/server.ts";
 import {
   BUILTIN_CONTROLLER_NAMES,
   type ControllerManager,
@@ -31,8 +25,8 @@ import {
   GARBAGE_COLLECTOR,
   NAMESPACE_CONTROLLER,
 } from "../controllers/index.ts";
-import { Client, createLogger, type RestConfig, silentLogger } from "../runtime/index.ts";
-import { SqliteStore } from "../storage/sqlite.ts";
+import { type Client, createLogger, type RestConfig, silentLogger } from "../runtime/index.ts";
+import { startControlPlane } from "./controlplane.ts";
 
 /** Built-in controllers a test environment runs unless told otherwise. */
 export const DEFAULT_TESTENV_CONTROLLERS: readonly string[] = [
@@ -81,31 +75,19 @@ function controllersToRun(opt: TestEnvOptions["controllers"]): readonly string[]
 
 export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
   const run = controllersToRun(opts.controllers);
-  const dir = mkdtempSync(join(tmpdir(), "setpoint-testenv-"));
-  const store = SqliteStore.open(opts.storage === "file" ? join(dir, "state.db") : ":memory:", {
-    durable: false,
-  });
-  const server = await startApiServer({
-    store,
-    port: 0,
+  const plane = await startControlPlane({
+    ...(opts.storage ? { storage: opts.storage } : {}),
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
   });
-  const kubeconfigPath = join(dir, "kubeconfig");
-  const config: RestConfig = { server: server.url };
-  const client = new Client(config);
+  const { url, config, client, kubeconfigPath } = plane;
   let builtins: ControllerManager | undefined;
 
   const stop = async (): Promise<void> => {
     await builtins?.stop();
-    client.close();
-    await server.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await plane.stop();
   };
 
   try {
-    await ensureSystemNamespaces({ url: server.url });
-    await writeKubeconfig(kubeconfigPath, { server: server.url });
     if (run.length > 0) {
       builtins = createControllerManager({
         restConfig: config,
@@ -121,7 +103,7 @@ export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> 
     await stop();
     throw err;
   }
-  return { url: server.url, config, client, kubeconfigPath, stop };
+  return { url, config, client, kubeconfigPath, stop };
 }
 
 const CRD_TYPE = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition" };

@@ -4,39 +4,26 @@
  * `watches` maps through a function, predicates filter, and initial-list keys
  * are all reconciled.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { kind } from "../../src/runtime/builder.ts";
-import type { Client } from "../../src/runtime/client.ts";
 import { setControllerReference } from "../../src/runtime/helpers/ownerrefs.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { labelChanged, matching } from "../../src/runtime/predicates.ts";
 import type { Request } from "../../src/runtime/reconciler.ts";
-import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const NS = kind("v1", "Namespace");
 const CM = kind("v1", "ConfigMap");
 const SECRET = kind("v1", "Secret");
 
-let env: ApiEnv;
-let client: Client;
-let seq = 0;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
-
-function unique(prefix: string): string {
-  return `${prefix}-${++seq}-${Date.now().toString(36)}`;
-}
+const env = startForFile(startTestServer);
 
 function manager(): Manager {
-  return new Manager({ client: env.client(), logger: silentLogger() });
+  return new Manager({ client: env.newClient(), logger: silentLogger() });
 }
 
 describe("builder", () => {
@@ -58,12 +45,8 @@ describe("builder", () => {
   });
 
   it("owns() maps a dependent to its cluster-scoped controlling owner", async () => {
-    const nsName = unique("owner");
-    const owner = await client.create<KubeObject>({
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: { name: nsName },
-    });
+    const nsName = await freshNamespace(env.client, "owner");
+    const owner = await env.client.get<KubeObject>(NS, nsName);
     const mgr = manager();
     const seen: Request[] = [];
     mgr
@@ -75,7 +58,7 @@ describe("builder", () => {
       });
     await mgr.start();
     try {
-      await eventually(() => seen.length >= 1, 10_000, "initial reconcile");
+      await eventually(() => seen.length >= 1, "initial reconcile", 10_000);
       const before = seen.length;
       const dep: KubeObject = {
         apiVersion: "v1",
@@ -83,13 +66,13 @@ describe("builder", () => {
         metadata: { name: "dep", namespace: nsName },
       };
       setControllerReference(owner, dep);
-      await client.create(dep);
-      await eventually(() => seen.length > before, 10_000, "owner reconcile");
+      await env.client.create(dep);
+      await eventually(() => seen.length > before, "owner reconcile", 10_000);
       // The owner is cluster-scoped: the request has no namespace.
       expect(seen.at(-1)).toEqual({ name: nsName });
       // An unowned ConfigMap wakes nothing.
       const count = seen.length;
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "free", namespace: nsName },
@@ -102,8 +85,7 @@ describe("builder", () => {
   });
 
   it("watches() maps through a function; predicates filter updates", async () => {
-    const nsName = unique("watch");
-    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: nsName } });
+    const nsName = await freshNamespace(env.client, "watch");
     const mgr = manager();
     const seen: string[] = [];
     mgr
@@ -122,39 +104,38 @@ describe("builder", () => {
       });
     await mgr.start();
     try {
-      const s = await client.create<KubeObject>({
+      const s = await env.client.create<KubeObject>({
         apiVersion: "v1",
         kind: "Secret",
         metadata: { name: "s1", namespace: nsName },
       });
-      await eventually(() => seen.includes("for-s1"), 10_000, "mapped request");
+      await eventually(() => seen.includes("for-s1"), "mapped request", 10_000);
       const count = seen.length;
       // An update that does not touch labels is filtered out...
-      const annotated = await client.update<KubeObject>({
+      const annotated = await env.client.update<KubeObject>({
         ...s,
         metadata: { ...s.metadata, annotations: { a: "1" } },
       });
       await sleep(300);
       expect(seen.length).toBe(count);
       // ...one that does wakes the mapped key.
-      await client.update({
+      await env.client.update({
         ...annotated,
         metadata: { ...annotated.metadata, labels: { l: "1" } },
       });
-      await eventually(() => seen.length > count, 10_000, "label change");
+      await eventually(() => seen.length > count, "label change", 10_000);
     } finally {
       await mgr.stop();
     }
   });
 
   it("reconciles every object of a large initial list while fresh changes still get through", async () => {
-    const nsName = unique("bulk");
-    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: nsName } });
+    const nsName = await freshNamespace(env.client, "bulk");
     const total = 150;
     for (let i = 0; i < total; i += 25) {
       await Promise.all(
         Array.from({ length: 25 }, (_, j) =>
-          client.create({
+          env.client.create({
             apiVersion: "v1",
             kind: "ConfigMap",
             metadata: { name: `cm-${i + j}`, namespace: nsName },
@@ -174,17 +155,17 @@ describe("builder", () => {
       });
     await mgr.start();
     try {
-      await eventually(() => order.length >= 5, 10_000, "first reconciles");
-      await client.create({
+      await eventually(() => order.length >= 5, "first reconciles", 10_000);
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "fresh", namespace: nsName },
       });
-      await eventually(() => order.includes("fresh"), 10_000, "fresh reconcile");
+      await eventually(() => order.includes("fresh"), "fresh reconcile", 10_000);
       const at = order.indexOf("fresh");
       // Served ahead of the remaining backlog, not after it.
       expect(at).toBeLessThan(total - 10);
-      await eventually(() => new Set(order).size >= total + 1, 20_000, "all reconciled");
+      await eventually(() => new Set(order).size >= total + 1, "all reconciled", 20_000);
     } finally {
       await mgr.stop();
     }

@@ -1,13 +1,11 @@
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { CacheNotStartedError, InformerCache } from "../../src/runtime/cache.ts";
-import type { Client } from "../../src/runtime/client.ts";
 import { ApiError, isBadRequest, isNotFound } from "../../src/runtime/errors.ts";
 import { addWidgetType } from "../apiserver/harness.ts";
-import { type RealServer, startRealServer, until } from "./realserver.ts";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };
@@ -19,8 +17,7 @@ function cm(name: string, namespace: string, labels?: Record<string, string>): K
 
 const FAST = { backoffInitialMs: 20, backoffMaxMs: 200 };
 
-let env: RealServer;
-let admin: Client;
+const env = startForFile(startTestServer);
 const stops: AbortController[] = [];
 
 function started(cache: InformerCache): AbortController {
@@ -31,25 +28,20 @@ function started(cache: InformerCache): AbortController {
 }
 
 beforeAll(async () => {
-  env = await startRealServer();
-  admin = env.client();
   for (const name of ["a", "b"]) {
-    await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
   }
-  await admin.create(cm("one", "a", { app: "web" }));
-  await admin.create(cm("two", "a", { app: "db" }));
-  await admin.create(cm("three", "b", { app: "web" }));
+  await env.client.create(cm("one", "a", { app: "web" }));
+  await env.client.create(cm("two", "a", { app: "db" }));
+  await env.client.create(cm("three", "b", { app: "web" }));
 });
 afterEach(() => {
   for (const ac of stops.splice(0)) ac.abort();
 });
-afterAll(async () => {
-  await env?.close();
-});
 
 describe("InformerCache", () => {
   it("shares one informer per kind and scope, started lazily: one list and one watch per kind", async () => {
-    const client = env.client();
+    const client = env.newClient();
     const cache = new InformerCache(client, { informerOptions: FAST });
     const first = cache.informerFor(CM);
     expect(cache.informerFor(CM)).toBe(first);
@@ -67,7 +59,7 @@ describe("InformerCache", () => {
     const late = cache.informerFor(NS);
     expect(late.started).toBe(true);
     await cache.waitForSync();
-    await until(() => cache.health().every((h) => h.watching), "every informer watching");
+    await eventually(() => cache.health().every((h) => h.watching), "every informer watching");
     // ConfigMap (all), ConfigMap (namespace a), Namespace: three lists, three watches.
     expect(client.stats.byVerb.list).toBe(3);
     expect(client.stats.byVerb.watch).toBe(3);
@@ -82,7 +74,7 @@ describe("InformerCache", () => {
   });
 
   it("reads through its informers like the client does: NotFound errors, selectors, frozen items", async () => {
-    const cache = new InformerCache(env.client(), { informerOptions: FAST });
+    const cache = new InformerCache(env.newClient(), { informerOptions: FAST });
     await expect(cache.get(CM, "one", "a")).rejects.toBeInstanceOf(CacheNotStartedError);
     started(cache);
     const one = await cache.get(CM, "one", "a");
@@ -116,7 +108,7 @@ describe("InformerCache", () => {
   });
 
   it("uses a kind's default scope, and waits for its own writes", async () => {
-    const client = env.client();
+    const client = env.newClient();
     const cache = new InformerCache(client, {
       informerOptions: FAST,
       defaultScopes: { "v1/ConfigMap": { labelSelector: "app=web" } },
@@ -126,7 +118,7 @@ describe("InformerCache", () => {
     expect(all.items.map((o) => o.metadata.name).sort()).toEqual(["one", "three"]);
     expect(cache.informerFor(CM)).toBe(cache.informerFor(CM, { labelSelector: "app=web" }));
 
-    const written = await admin.create(cm("fresh", "b", { app: "web" }));
+    const written = await env.client.create(cm("fresh", "b", { app: "web" }));
     const rv = written.metadata.resourceVersion ?? "";
     expect(
       await cache.waitForResourceVersion(CM, { name: "fresh", namespace: "b" }, rv, 5_000),
@@ -135,7 +127,7 @@ describe("InformerCache", () => {
   });
 
   it("lists from the informer of the scope it is given, metadata-only included", async () => {
-    const client = env.client();
+    const client = env.newClient();
     const cache = new InformerCache(client, { informerOptions: FAST });
     started(cache);
     const inA = await cache.list(CM, { scope: { namespace: "a" } });
@@ -165,7 +157,7 @@ describe("InformerCache", () => {
   });
 
   it("picks up a kind that the server starts serving after the cache started", async () => {
-    const client = env.client();
+    const client = env.newClient();
     // Any pino logger will do.
     const cache = new InformerCache(client, {
       informerOptions: FAST,
@@ -173,24 +165,27 @@ describe("InformerCache", () => {
     });
     started(cache);
     const widgets = cache.informerFor(WIDGET);
-    await until(() => widgets.health().failures >= 2, "the informer to retry the unknown kind");
+    await eventually(
+      () => widgets.health().failures >= 2,
+      "the informer to retry the unknown kind",
+    );
     expect(widgets.hasSynced()).toBe(false);
     expect(widgets.health().lastError).toMatch(/no matches for kind "Widget"/);
 
     addWidgetType(env.server.registry);
     await widgets.waitForSync();
-    await admin.create({
+    await env.client.create({
       apiVersion: "example.com/v1",
       kind: "Widget",
       metadata: { name: "w1", namespace: "a" },
       spec: { replicas: 1 },
     });
-    const w = await until(() => widgets.get("w1", "a"), "the new widget in the cache");
+    const w = await eventually(() => widgets.get("w1", "a"), "the new widget in the cache");
     expect((w.spec as { color?: string }).color).toBe("blue");
     expect(widgets.health()).toMatchObject({ synced: true, failures: 0 });
   });
   it("stops and removes one informer, leaving the others; a later request starts afresh", async () => {
-    const client = env.client();
+    const client = env.newClient();
     const cache = new InformerCache(client, { informerOptions: FAST });
     started(cache);
     const slim = (o: KubeObject): KubeObject => ({
@@ -207,7 +202,7 @@ describe("InformerCache", () => {
     expect(reduced.get("one", "a")?.metadata.labels).toBeUndefined();
     expect(full.get("one", "a")?.metadata.labels).toEqual({ app: "web" });
 
-    await until(
+    await eventually(
       () => full.health().watching && reduced.health().watching,
       "both informers to watch",
     );
@@ -219,8 +214,8 @@ describe("InformerCache", () => {
     expect(cache.removeInformer(CM, { transform: slim })).toBe(true);
     expect(cache.removeInformer(CM, { transform: slim })).toBe(false);
     expect(cache.health().map((h) => h.scope.transform)).toEqual([undefined]);
-    await admin.create(cm("after-removal", "a"));
-    await until(
+    await env.client.create(cm("after-removal", "a"));
+    await eventually(
       () => full.get("after-removal", "a"),
       "the remaining informer to see the new object",
     );

@@ -5,13 +5,14 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { preferredResources } from "../../src/runtime/discovery.ts";
 import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
 import { installCrd } from "../../src/testenv/testenv.ts";
-import { type RealServer, startRealServer, until } from "./realserver.ts";
+import { eventually } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };
@@ -42,21 +43,15 @@ const WORKERS_CRD: KubeObject = {
   },
 };
 
-let env: RealServer;
-let client: Client;
+const env = startForFile(startTestServer);
 
 beforeAll(async () => {
-  env = await startRealServer();
-  client = env.client();
-  await client.create({ ...NS, metadata: { name: "paths" } });
-});
-afterAll(async () => {
-  await env?.close();
+  await env.client.create({ ...NS, metadata: { name: "paths" } });
 });
 
 describe("raw requests", () => {
   it("answers any path with status, headers, text and JSON, counted as raw", async () => {
-    const c = env.client();
+    const c = env.newClient();
     const version = await c.raw("GET", "/version");
     expect(version.status).toBe(200);
     expect(String(version.headers["content-type"])).toContain("application/json");
@@ -84,74 +79,79 @@ describe("raw requests", () => {
   });
 
   it("sends the client's credentials over https", async () => {
-    const secure = await startRealServer({ secure: true });
+    const secure = await startTestServer({ tls: true });
     try {
-      const ok = await secure.client().raw("GET", "/apis");
+      const ok = await secure.newClient().raw("GET", "/apis");
       expect(ok.status).toBe(200);
       expect((ok.json as { kind?: string }).kind).toBe("APIGroupList");
-      const anon = await secure.client({ token: undefined }).raw("GET", "/apis");
+      const anon = await secure.newClient({ token: undefined }).raw("GET", "/apis");
       expect(anon.status).toBe(401);
     } finally {
-      await secure.close();
+      await secure.stop();
     }
   });
 });
 
 describe("deleteCollection", () => {
   it("deletes what the selectors pick in one request, and nothing else", async () => {
-    await client.create({ ...NS, metadata: { name: "dc" } });
+    await env.client.create({ ...NS, metadata: { name: "dc" } });
     for (let i = 0; i < 6; i++) {
-      await client.create({
+      await env.client.create({
         ...CM,
         metadata: { name: `c${i}`, namespace: "dc", labels: { keep: i < 2 ? "yes" : "no" } },
       });
     }
-    await client.create({ ...CM, metadata: { name: "elsewhere", namespace: "paths" } });
-    const c = env.client();
+    await env.client.create({ ...CM, metadata: { name: "elsewhere", namespace: "paths" } });
+    const c = env.newClient();
     await c.deleteCollection(CM, { namespace: "dc", labelSelector: "keep=no" });
     expect(c.stats.byVerb).toMatchObject({ deletecollection: 1 });
-    const left = await client.list(CM, { namespace: "dc" });
+    const left = await env.client.list(CM, { namespace: "dc" });
     expect(left.items.map((o) => o.metadata.name).sort()).toEqual(["c0", "c1"]);
     await c.deleteCollection(CM, { namespace: "dc", fieldSelector: "metadata.name=c0" });
-    expect((await client.list(CM, { namespace: "dc" })).items.map((o) => o.metadata.name)).toEqual([
-      "c1",
-    ]);
-    await client.get(CM, "elsewhere", "paths");
+    expect(
+      (await env.client.list(CM, { namespace: "dc" })).items.map((o) => o.metadata.name),
+    ).toEqual(["c1"]);
+    await env.client.get(CM, "elsewhere", "paths");
   });
 });
 
 describe("subresources", () => {
   it("reads and replaces status, and finalizes a Namespace through /finalize", async () => {
-    await client.create({ ...NS, metadata: { name: "fin" } });
-    const status = await client.get<KubeObject>(NS, "fin", undefined, { subresource: "status" });
+    await env.client.create({ ...NS, metadata: { name: "fin" } });
+    const status = await env.client.get<KubeObject>(NS, "fin", undefined, {
+      subresource: "status",
+    });
     expect(status.metadata.name).toBe("fin");
-    await client.delete(NS, "fin");
-    const terminating = await client.get<KubeObject>(NS, "fin");
+    await env.client.delete(NS, "fin");
+    const terminating = await env.client.get<KubeObject>(NS, "fin");
     expect(terminating.metadata.deletionTimestamp).toBeTruthy();
     expect((terminating.spec as { finalizers?: string[] }).finalizers).toEqual(["kubernetes"]);
     // A stale resourceVersion is refused as on any update.
-    const stale = await client
+    const stale = await env.client
       .update(
         { ...terminating, metadata: { ...terminating.metadata, resourceVersion: "1" }, spec: {} },
         { subresource: "finalize" },
       )
       .catch((e: unknown) => e);
     expect(isConflict(stale)).toBe(true);
-    await client.update({ ...terminating, spec: { finalizers: [] } }, { subresource: "finalize" });
-    await until(
-      async () => isNotFound(await client.get(NS, "fin").catch((e: unknown) => e)),
+    await env.client.update(
+      { ...terminating, spec: { finalizers: [] } },
+      { subresource: "finalize" },
+    );
+    await eventually(
+      async () => isNotFound(await env.client.get(NS, "fin").catch((e: unknown) => e)),
       "namespace gone once finalized",
     );
   });
 
   it("reads, replaces and patches a Scale on a custom resource's scale subresource", async () => {
-    await installCrd(client, WORKERS_CRD);
-    await client.create({
+    await installCrd(env.client, WORKERS_CRD);
+    await env.client.create({
       ...WORKER,
       metadata: { name: "w", namespace: "paths" },
       spec: { replicas: 2 },
     });
-    const scale = await client.get<KubeObject & { spec: { replicas: number } }>(
+    const scale = await env.client.get<KubeObject & { spec: { replicas: number } }>(
       WORKER,
       "w",
       "paths",
@@ -162,13 +162,13 @@ describe("subresources", () => {
       kind: "Scale",
       spec: { replicas: 2 },
     });
-    const put = await client.update(
+    const put = await env.client.update(
       { ...scale, spec: { replicas: 5 } },
       { subresource: "scale", parentType: WORKER },
     );
     expect(put.kind).toBe("Scale");
-    expect((await client.get<KubeObject>(WORKER, "w", "paths")).spec).toEqual({ replicas: 5 });
-    await client.patch(
+    expect((await env.client.get<KubeObject>(WORKER, "w", "paths")).spec).toEqual({ replicas: 5 });
+    await env.client.patch(
       WORKER,
       "w",
       "paths",
@@ -178,14 +178,14 @@ describe("subresources", () => {
         subresource: "scale",
       },
     );
-    expect((await client.get<KubeObject>(WORKER, "w", "paths")).spec).toEqual({ replicas: 3 });
+    expect((await env.client.get<KubeObject>(WORKER, "w", "paths")).spec).toEqual({ replicas: 3 });
   });
 });
 
 describe("serverResources", () => {
   it("lists every served resource with verbs, scope and subresources, custom ones included", async () => {
-    await installCrd(client, WORKERS_CRD).catch(() => undefined); // installed by the test above, or now
-    const c = env.client();
+    await installCrd(env.client, WORKERS_CRD).catch(() => undefined); // installed by the test above, or now
+    const c = env.newClient();
     const found = await c.serverResources();
     // Aggregated discovery: two requests for everything.
     expect(c.stats.byVerb).toEqual({ discovery: 2 });
@@ -267,7 +267,7 @@ async function legacyDiscoveryProxy(
 
 describe("serverResources from legacy discovery", () => {
   it("reads each group-version, reports the ones that fail and keeps the rest", async () => {
-    await installCrd(client, WORKERS_CRD).catch(() => undefined);
+    await installCrd(env.client, WORKERS_CRD).catch(() => undefined);
     const proxy = await legacyDiscoveryProxy(env.url, "/apis/example.com/v1");
     const c = new Client({ server: proxy.url });
     try {

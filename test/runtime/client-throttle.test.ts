@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { TokenBucket } from "../../src/runtime/throttle.ts";
-import { type RealServer, startRealServer } from "./realserver.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 describe("TokenBucket", () => {
   it("allows a burst, then one token per 1/qps, refilling up to the burst", () => {
@@ -37,17 +37,12 @@ describe("TokenBucket", () => {
   });
 });
 
-let env: RealServer;
-beforeAll(async () => {
-  env = await startRealServer();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = startForFile(startTestServer);
+beforeAll(async () => {});
 
 describe("client rate limit", () => {
   it("spaces requests beyond the burst at the configured rate", async () => {
-    const client = env.client({ qps: 20, burst: 2 });
+    const client = env.newClient({ qps: 20, burst: 2 });
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: 6 }, () =>

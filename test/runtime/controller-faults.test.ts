@@ -9,7 +9,7 @@
  * ConfigMaps and deleting Secrets. Every committed write is counted at the proxy.
  */
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { deepClone } from "../../src/api/deepcopy.ts";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { kind } from "../../src/runtime/builder.ts";
@@ -22,7 +22,8 @@ import { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
 import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
 import type { Reconciler } from "../../src/runtime/reconciler.ts";
-import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { startFaultProxy } from "./faultproxy.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -34,15 +35,11 @@ const OBJECTS = 20;
 const MUTATIONS = 40;
 const DRIFTS = 8;
 
-let env: ApiEnv;
+const env = startForFile(startTestServer);
 let user: Client;
 
-beforeAll(async () => {
-  env = await startApiEnv();
-  user = env.client();
-});
-afterAll(async () => {
-  await env?.close();
+beforeAll(() => {
+  user = env.newClient();
 });
 
 const hashOf = (data: Record<string, string> | undefined) =>
@@ -175,7 +172,7 @@ describe("controller under faults", () => {
         await sleep(random(15));
       }
       try {
-        await eventually(() => converged(ns), 20_000, `convergence (seed ${seed})`);
+        await eventually(() => converged(ns), `convergence (seed ${seed})`, 20_000);
       } catch (e) {
         const q = mgr.controllers[0].queue;
         const state = {

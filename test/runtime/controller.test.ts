@@ -5,10 +5,10 @@
  */
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { kind } from "../../src/runtime/builder.ts";
-import { type Client, Client as RuntimeClient } from "../../src/runtime/client.ts";
+import { Client as RuntimeClient } from "../../src/runtime/client.ts";
 import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
 import { createOrUpdate } from "../../src/runtime/helpers/createorupdate.ts";
 import { setControllerReference } from "../../src/runtime/helpers/ownerrefs.ts";
@@ -17,7 +17,9 @@ import { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
 import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
 import { TerminalError } from "../../src/runtime/reconciler.ts";
-import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { startDelayProxy } from "./delayproxy.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -26,27 +28,10 @@ const CM = kind<ConfigMap>("v1", "ConfigMap");
 const SECRET = kind<Secret>("v1", "Secret");
 const EVENT = kind("v1", "Event");
 
-let env: ApiEnv;
-let client: Client;
-let ns = 0;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
-
-/** A fresh namespace per test, so tests do not see each other's objects. */
-async function namespace(): Promise<string> {
-  const name = `t${++ns}-${Date.now().toString(36)}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
-}
+const env = startForFile(startTestServer);
 
 function manager(): Manager {
-  return new Manager({ client: env.client(), logger: silentLogger(), metrics: undefined });
+  return new Manager({ client: env.newClient(), logger: silentLogger(), metrics: undefined });
 }
 
 function cm(namespace: string, name: string, data: Record<string, string>, labels = {}): ConfigMap {
@@ -57,7 +42,7 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 describe("controller", () => {
   it("reconciles owned objects to the desired state and writes only when something changed", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     const results: string[] = [];
     mgr
@@ -90,14 +75,14 @@ describe("controller", () => {
         );
         results.push(result);
       });
-    await client.create(cm(n, "a", { x: "1" }, { mirror: "yes" }));
-    await client.create(cm(n, "ignored", { x: "1" }));
+    await env.client.create(cm(n, "a", { x: "1" }, { mirror: "yes" }));
+    await env.client.create(cm(n, "ignored", { x: "1" }));
     await mgr.start();
     try {
       const first = await eventually(
-        () => client.get<Secret>(SECRET, "a-mirror", n),
-        10_000,
+        () => env.client.get<Secret>(SECRET, "a-mirror", n),
         "mirror",
+        10_000,
       );
       expect(first.data).toEqual({ x: b64("1") });
       expect(first.metadata.ownerReferences?.[0]).toMatchObject({
@@ -106,20 +91,20 @@ describe("controller", () => {
         controller: true,
       });
 
-      await client.update({
+      await env.client.update({
         ...cm(n, "a", { x: "2" }, { mirror: "yes" }),
-        metadata: { ...(await client.get<ConfigMap>(CM, "a", n)).metadata },
+        metadata: { ...(await env.client.get<ConfigMap>(CM, "a", n)).metadata },
       });
       await eventually(
-        async () => (await client.get<Secret>(SECRET, "a-mirror", n)).data?.x === b64("2"),
+        async () => (await env.client.get<Secret>(SECRET, "a-mirror", n)).data?.x === b64("2"),
       );
 
       // A deleted dependent wakes its owner through the ownerReference and comes back.
-      await client.delete(SECRET, "a-mirror", n);
+      await env.client.delete(SECRET, "a-mirror", n);
       await eventually(
-        () => client.get<Secret>(SECRET, "a-mirror", n),
-        10_000,
+        () => env.client.get<Secret>(SECRET, "a-mirror", n),
         "re-created mirror",
+        10_000,
       );
 
       // Quiet once converged: the owned Secret's own events reconcile to "unchanged".
@@ -128,14 +113,14 @@ describe("controller", () => {
       await sleep(300);
       expect(results.filter((r) => r !== "unchanged").length).toBe(writes);
       expect(writes).toBe(3); // created, updated, re-created
-      await expect(client.get(SECRET, "ignored-mirror", n)).rejects.toSatisfy(isNotFound);
+      await expect(env.client.get(SECRET, "ignored-mirror", n)).rejects.toSatisfy(isNotFound);
     } finally {
       await mgr.stop();
     }
   });
 
   it("retries failures with per-key backoff and resets on success", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     const attempts: number[] = [];
     const c = mgr
@@ -151,8 +136,8 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "f", {}));
-      await eventually(() => attempts.length >= 4, 10_000, "4 attempts");
+      await env.client.create(cm(n, "f", {}));
+      await eventually(() => attempts.length >= 4, "4 attempts", 10_000);
       // Backoff doubled between attempts: 20, 40, 80 ms (at least).
       const gaps = attempts.slice(1).map((t, i) => t - attempts[i]);
       expect(gaps[0]).toBeGreaterThanOrEqual(18);
@@ -170,7 +155,7 @@ describe("controller", () => {
   });
 
   it("does not retry a TerminalError and records it as a Warning Event on the object", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     let attempts = 0;
     mgr
@@ -185,9 +170,9 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "bad", { size: "large" }));
+      await env.client.create(cm(n, "bad", { size: "large" }));
       const events = await eventually(async () => {
-        const list = await client.list<KubeObject>(EVENT, { namespace: n });
+        const list = await env.client.list<KubeObject>(EVENT, { namespace: n });
         return list.items.length > 0 ? list.items : undefined;
       });
       expect(events[0]).toMatchObject({
@@ -207,7 +192,7 @@ describe("controller", () => {
   });
 
   it("requeueAfter reconciles again after the delay without counting a failure", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     const times: number[] = [];
     const c = mgr
@@ -220,7 +205,7 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "p", {}));
+      await env.client.create(cm(n, "p", {}));
       await eventually(() => times.length >= 3);
       expect(times[1] - times[0]).toBeGreaterThanOrEqual(95);
       expect(times[2] - times[1]).toBeGreaterThanOrEqual(95);
@@ -234,7 +219,7 @@ describe("controller", () => {
   });
 
   it("never runs one key on two workers at once, while using several workers", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     const running = new Set<string>();
     let overlap = 0;
@@ -257,13 +242,13 @@ describe("controller", () => {
     await mgr.start();
     try {
       const names = ["a", "b", "c", "d", "e", "f"];
-      await Promise.all(names.map((name) => client.create(cm(n, name, { v: "0" }))));
+      await Promise.all(names.map((name) => env.client.create(cm(n, name, { v: "0" }))));
       // A stream of updates to the same keys while they are being reconciled.
       for (let i = 1; i <= 5; i++) {
         await Promise.all(
           names.map(async (name) => {
-            const cur = await client.get<ConfigMap>(CM, name, n);
-            await client.update({ ...cur, data: { v: String(i) } });
+            const cur = await env.client.get<ConfigMap>(CM, name, n);
+            await env.client.update({ ...cur, data: { v: String(i) } });
           }),
         );
       }
@@ -278,7 +263,7 @@ describe("controller", () => {
   });
 
   it("runs 50 workers without piling listeners onto their stop signal", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
@@ -301,7 +286,7 @@ describe("controller", () => {
     try {
       await mgr.start();
       await Promise.all(
-        Array.from({ length: 60 }, (_, i) => client.create(cm(n, `w${i}`, { v: "0" }))),
+        Array.from({ length: 60 }, (_, i) => env.client.create(cm(n, `w${i}`, { v: "0" }))),
       );
       await eventually(() => runs >= 60);
       expect(maxParallel).toBeGreaterThan(10);
@@ -315,7 +300,7 @@ describe("controller", () => {
   });
 
   it("requeueAfter 0 runs a key again at once without starving the process, and is counted per key", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = manager();
     let spins = 0;
     const others: string[] = [];
@@ -333,13 +318,13 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "spin", {}));
+      await env.client.create(cm(n, "spin", {}));
       await eventually(() => spins > 50);
       // Timers fire and other keys' events still get through.
       const started = Date.now();
       await sleep(50);
       expect(Date.now() - started).toBeLessThan(2_000);
-      await client.create(cm(n, "other", {}));
+      await env.client.create(cm(n, "other", {}));
       await eventually(() => others.includes("other"));
       const stats = mgr.reconcileStats();
       expect(stats.windowSeconds).toBe(60);
@@ -356,7 +341,7 @@ describe("controller", () => {
   it("waits for the cache to see its own writes before reconciling the key again", async () => {
     // Watches reach this manager 150 ms late, so its cache lags behind its writes.
     const proxy = await startDelayProxy(env.url, 150);
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const mgr = new Manager({
       client: new RuntimeClient({ server: proxy.url }),
       logger: silentLogger(),
@@ -384,8 +369,10 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "c", { count: "0" }));
-      await eventually(async () => (await client.get<ConfigMap>(CM, "c", n)).data?.count === "5");
+      await env.client.create(cm(n, "c", { count: "0" }));
+      await eventually(
+        async () => (await env.client.get<ConfigMap>(CM, "c", n)).data?.count === "5",
+      );
       expect(conflicts).toBe(0);
       expect(stale).toBe(0);
     } finally {
@@ -395,7 +382,7 @@ describe("controller", () => {
   });
 
   it("logs with the controller, key and a reconcile id", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "t");
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk, _enc, done) {
@@ -403,7 +390,7 @@ describe("controller", () => {
         done();
       },
     });
-    const mgr = new Manager({ client: env.client(), logger: pino({ level: "info" }, sink) });
+    const mgr = new Manager({ client: env.newClient(), logger: pino({ level: "info" }, sink) });
     const ids: string[] = [];
     mgr
       .controller("chatty")
@@ -415,7 +402,7 @@ describe("controller", () => {
       });
     await mgr.start();
     try {
-      await client.create(cm(n, "logged", {}));
+      await env.client.create(cm(n, "logged", {}));
       await eventually(() => ids.length >= 2);
       await sleep(50);
     } finally {

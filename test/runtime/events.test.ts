@@ -1,9 +1,9 @@
 /** The event recorder against a real apiserver: deduplication, new series, spam filter. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
-import type { Client } from "../../src/runtime/client.ts";
 import { EVENT_SPAM_BURST, Recorder } from "../../src/runtime/events.ts";
-import { type ApiEnv, startApiEnv } from "./apienv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const EVENT = { apiVersion: "v1", kind: "Event" };
 type Event = KubeObject & {
@@ -14,22 +14,11 @@ type Event = KubeObject & {
   action?: string;
 };
 
-let env: ApiEnv;
-let client: Client;
-let seq = 0;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = startForFile(startTestServer);
 
 async function target(): Promise<KubeObject> {
-  const ns = `ev-${++seq}-${Date.now().toString(36)}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
-  return client.create<KubeObject>({
+  const ns = await freshNamespace(env.client, "ev");
+  return env.client.create<KubeObject>({
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: { name: "obj", namespace: ns },
@@ -37,14 +26,14 @@ async function target(): Promise<KubeObject> {
 }
 
 async function eventsIn(ns: string): Promise<Event[]> {
-  return (await client.list<Event>(EVENT, { namespace: ns })).items;
+  return (await env.client.list<Event>(EVENT, { namespace: ns })).items;
 }
 
 describe("Recorder", () => {
   it("folds identical events into one object with a count", async () => {
     const obj = await target();
     const ns = obj.metadata.namespace!;
-    const rec = new Recorder(client, { component: "demo", instance: "pod-1" });
+    const rec = new Recorder(env.client, { component: "demo", instance: "pod-1" });
     for (let i = 0; i < 5; i++) rec.warning(obj, "Failed", "could not reach the backend");
     await rec.flush();
     rec.warning(obj, "Failed", "could not reach the backend");
@@ -68,7 +57,7 @@ describe("Recorder", () => {
   it("records an action, and keeps Events that differ only in it apart", async () => {
     const obj = await target();
     const ns = obj.metadata.namespace!;
-    const rec = new Recorder(client, { component: "demo" });
+    const rec = new Recorder(env.client, { component: "demo" });
     rec.warning(obj, "InvalidSpec", "size must be positive", { action: "TerminalError" });
     rec.warning(obj, "InvalidSpec", "size must be positive", { action: "TerminalError" });
     rec.warning(obj, "InvalidSpec", "size must be positive");
@@ -83,11 +72,11 @@ describe("Recorder", () => {
   it("starts a new Event when the old one is gone", async () => {
     const obj = await target();
     const ns = obj.metadata.namespace!;
-    const rec = new Recorder(client, { component: "demo" });
+    const rec = new Recorder(env.client, { component: "demo" });
     rec.normal(obj, "Tick", "t");
     await rec.flush();
     const [first] = await eventsIn(ns);
-    await client.delete(EVENT, first.metadata.name!, ns);
+    await env.client.delete(EVENT, first.metadata.name!, ns);
     rec.normal(obj, "Tick", "t");
     await rec.flush();
     const after = await eventsIn(ns);
@@ -99,15 +88,18 @@ describe("Recorder", () => {
   it("the spam filter bounds events per object", async () => {
     const obj = await target();
     const ns = obj.metadata.namespace!;
-    const rec = new Recorder(client, { component: "demo", now: () => 1_000 });
+    const rec = new Recorder(env.client, { component: "demo", now: () => 1_000 });
     for (let i = 0; i < EVENT_SPAM_BURST + 10; i++) rec.normal(obj, "Tick", `message ${i}`);
     await rec.flush();
     expect(await eventsIn(ns)).toHaveLength(EVENT_SPAM_BURST);
   });
 
   it("events about cluster-scoped objects go to the default namespace; failures never throw", async () => {
-    const nsObj = await client.get<KubeObject>({ apiVersion: "v1", kind: "Namespace" }, "default");
-    const rec = new Recorder(client, { component: "demo" });
+    const nsObj = await env.client.get<KubeObject>(
+      { apiVersion: "v1", kind: "Namespace" },
+      "default",
+    );
+    const rec = new Recorder(env.client, { component: "demo" });
     const reason = `Cluster${Date.now()}`;
     rec.normal(nsObj, reason, "about a namespace");
     // An object without a name cannot be recorded: ignored, not thrown.

@@ -32,6 +32,7 @@ import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
+import { sleep } from "../helpers/poll.ts";
 import { divergence } from "./faults/divergence.ts";
 import {
   type FaultCounts,
@@ -64,7 +65,6 @@ const PLAN = {
 };
 
 const TEAMS = ["red", "blue", "green"];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const totals: FaultCounts = {
   error500: 0,
   conflict409: 0,

@@ -1,11 +1,11 @@
 /** createOrUpdate and updateStatusIfChanged against a real apiserver, counting writes. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { isConflict } from "../../src/runtime/errors.ts";
 import { createOrUpdate } from "../../src/runtime/helpers/createorupdate.ts";
 import { updateStatusIfChanged } from "../../src/runtime/helpers/status.ts";
-import { type ApiEnv, startApiEnv } from "./apienv.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 type Namespace = KubeObject & {
@@ -13,16 +13,7 @@ type Namespace = KubeObject & {
 };
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 
-let env: ApiEnv;
-let client: Client;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = startForFile(startTestServer);
 
 function writes(c: Client): number {
   const v = c.stats.byVerb;
@@ -46,8 +37,8 @@ describe("createOrUpdate", () => {
       expect(writes(c)).toBe(1);
 
       // Someone else adds a field and a label.
-      const live = await client.get<ConfigMap>(CM, "cou", "default");
-      await client.update({
+      const live = await env.client.get<ConfigMap>(CM, "cou", "default");
+      await env.client.update({
         ...live,
         metadata: { ...live.metadata, labels: { team: "x" } },
         data: { ...live.data, theirs: "keep" },
@@ -62,7 +53,7 @@ describe("createOrUpdate", () => {
       });
       expect(r3.result).toBe("updated");
       expect(writes(c)).toBe(2);
-      const after = await client.get<ConfigMap>(CM, "cou", "default");
+      const after = await env.client.get<ConfigMap>(CM, "cou", "default");
       expect(after.data).toEqual({ owned: "v2", theirs: "keep" });
       expect(after.metadata.labels).toEqual({ team: "x" });
 
@@ -79,14 +70,14 @@ describe("createOrUpdate", () => {
   it("a stale read fails with a conflict instead of overwriting", async () => {
     const c = new Client({ server: env.url });
     try {
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "stale", namespace: "default" },
         data: { a: "1" },
       });
-      const old = await client.get<ConfigMap>(CM, "stale", "default");
-      await client.update({ ...old, data: { a: "2" } });
+      const old = await env.client.get<ConfigMap>(CM, "stale", "default");
+      await env.client.update({ ...old, data: { a: "2" } });
       const staleReader = { get: async <T extends KubeObject>() => old as unknown as T };
       await expect(
         createOrUpdate(
@@ -102,7 +93,7 @@ describe("createOrUpdate", () => {
           { reader: staleReader },
         ),
       ).rejects.toSatisfy(isConflict);
-      expect((await client.get<ConfigMap>(CM, "stale", "default")).data).toEqual({ a: "2" });
+      expect((await env.client.get<ConfigMap>(CM, "stale", "default")).data).toEqual({ a: "2" });
     } finally {
       c.close();
     }
@@ -113,7 +104,7 @@ describe("updateStatusIfChanged", () => {
   it("writes the status subresource only when the status differs", async () => {
     const c = new Client({ server: env.url });
     try {
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "Namespace",
         metadata: { name: "status-demo" },

@@ -1,10 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Client } from "../../src/runtime/client.ts";
 import { type EventHandler, Informer, type InformerOptions } from "../../src/runtime/informer.ts";
 import { OWNER_UID_INDEX } from "../../src/runtime/objectstore.ts";
+import { eventually } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { FaultProxy } from "./netfault.ts";
-import { type RealServer, startRealServer, until } from "./realserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 
@@ -90,8 +91,9 @@ function informerState(inf: Informer<ConfigMap>): Record<string, string> {
   );
 }
 
-let env: RealServer;
-let admin: Client;
+const env = startForFile(() =>
+  startTestServer({ limits: { watchCacheWindow: 30, bookmarkIntervalMs: 100 } }),
+);
 const stops: AbortController[] = [];
 const proxies: FaultProxy[] = [];
 
@@ -108,29 +110,24 @@ function run<T extends KubeObject>(inf: Informer<T>): AbortController {
 let nsCounter = 0;
 async function namespace(): Promise<string> {
   const name = `inf-${++nsCounter}`;
-  await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
   return name;
 }
 
 beforeAll(async () => {
   // A small watch cache window (old versions soon answer 410) and frequent bookmarks.
-  env = await startRealServer({ limits: { watchCacheWindow: 30, bookmarkIntervalMs: 100 } });
-  admin = env.client();
 });
 afterEach(async () => {
   for (const ac of stops.splice(0)) ac.abort();
   for (const p of proxies.splice(0)) await p.close();
 });
-afterAll(async () => {
-  await env?.close();
-});
 
 describe("Informer", () => {
   it("lists then watches, and hands out frozen objects through get, list and indexes", async () => {
     const ns = await namespace();
-    await admin.create(cm("pre-1", ns, { v: "1" }));
-    await admin.create(cm("pre-2", ns, { v: "1" }));
-    const client = env.client();
+    await env.client.create(cm("pre-1", ns, { v: "1" }));
+    await env.client.create(cm("pre-2", ns, { v: "1" }));
+    const client = env.newClient();
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
     const shadow = new Shadow();
     const initial: boolean[] = [];
@@ -142,19 +139,21 @@ describe("Informer", () => {
     expect(initial).toEqual([true, true]);
     // The first list reads resourceVersion=0 and the watch follows: one of each.
     expect(client.stats.byVerb.list).toBe(1);
-    await until(() => inf.health().watching, "watching");
+    await eventually(() => inf.health().watching, "watching");
     expect(client.stats.byVerb.watch).toBe(1);
 
-    const owner = await admin.create(cm("owner", ns));
+    const owner = await env.client.create(cm("owner", ns));
     const child = cm("child", ns, { v: "1" }, { app: "web" });
     child.metadata.ownerReferences = [
       { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata.uid ?? "" },
     ];
-    await admin.create(child);
-    await admin.patch(CM, "pre-1", ns, { data: { v: "2" } }, { type: "merge" });
-    await admin.delete(CM, "pre-2", ns);
-    await until(async () => {
-      return JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(admin, ns));
+    await env.client.create(child);
+    await env.client.patch(CM, "pre-1", ns, { data: { v: "2" } }, { type: "merge" });
+    await env.client.delete(CM, "pre-2", ns);
+    await eventually(async () => {
+      return (
+        JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(env.client, ns))
+      );
     }, "informer to catch up");
     expect(shadow.problems).toEqual([]);
     expect(initial).toEqual([true, true, false, false]);
@@ -183,8 +182,8 @@ describe("Informer", () => {
     const remove = inf.addEventHandler(late);
     expect(late.snapshot()).toEqual(shadow.snapshot());
     remove();
-    await admin.create(cm("after-removal", ns));
-    await until(() => inf.get("after-removal", ns), "the new object");
+    await env.client.create(cm("after-removal", ns));
+    await eventually(() => inf.get("after-removal", ns), "the new object");
     expect(late.objs.has(`${ns}/after-removal`)).toBe(false);
 
     const h = inf.health();
@@ -194,29 +193,37 @@ describe("Informer", () => {
 
   it("resumes after a dropped connection from the last version, without a re-list", async () => {
     const ns = await namespace();
-    for (let i = 0; i < 5; i++) await admin.create(cm(`o${i}`, ns, { v: "0" }));
+    for (let i = 0; i < 5; i++) await env.client.create(cm(`o${i}`, ns, { v: "0" }));
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
-    const client = env.client({ server: proxy.url });
+    const client = env.newClient({ server: proxy.url });
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
     const shadow = new Shadow();
     inf.addEventHandler(shadow);
     run(inf);
     await inf.waitForSync();
-    await until(() => inf.health().watching, "watching");
+    await eventually(() => inf.health().watching, "watching");
 
     for (let round = 0; round < 3; round++) {
       proxy.block();
-      await admin.patch(CM, `o${round}`, ns, { data: { v: String(round + 1) } }, { type: "merge" });
-      await admin.create(cm(`new-${round}`, ns));
-      await admin.delete(CM, `o${4 - round}`, ns);
+      await env.client.patch(
+        CM,
+        `o${round}`,
+        ns,
+        { data: { v: String(round + 1) } },
+        { type: "merge" },
+      );
+      await env.client.create(cm(`new-${round}`, ns));
+      await env.client.delete(CM, `o${4 - round}`, ns);
       proxy.unblock();
-      await until(async () => {
-        return JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(admin, ns));
+      await eventually(async () => {
+        return (
+          JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(env.client, ns))
+        );
       }, `informer to catch up after drop ${round}`);
     }
     expect(shadow.problems).toEqual([]);
-    expect(informerState(inf)).toEqual(await serverState(admin, ns));
+    expect(informerState(inf)).toEqual(await serverState(env.client, ns));
     const h = inf.health();
     expect(h.relists).toBe(0);
     expect(h.rewatches).toBeGreaterThanOrEqual(3);
@@ -225,37 +232,39 @@ describe("Informer", () => {
 
   it("survives compaction: a 410 re-lists and reconciles the copy without losing or repeating a change", async () => {
     const ns = await namespace();
-    for (let i = 0; i < 6; i++) await admin.create(cm(`k${i}`, ns, { v: "0" }));
+    for (let i = 0; i < 6; i++) await env.client.create(cm(`k${i}`, ns, { v: "0" }));
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
-    const client = env.client({ server: proxy.url });
+    const client = env.newClient({ server: proxy.url });
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
     const shadow = new Shadow();
     inf.addEventHandler(shadow);
     run(inf);
     await inf.waitForSync();
-    await until(() => inf.health().watching, "watching");
+    await eventually(() => inf.health().watching, "watching");
     const listedRv = inf.resourceVersion;
 
     proxy.block();
     // While the informer is away: change, delete and add objects, then push its
     // version out of the server's history (more writes than the watch cache keeps,
     // then compact storage).
-    await admin.patch(CM, "k0", ns, { data: { v: "changed" } }, { type: "merge" });
-    await admin.delete(CM, "k1", ns);
-    await admin.create(cm("born", ns));
+    await env.client.patch(CM, "k0", ns, { data: { v: "changed" } }, { type: "merge" });
+    await env.client.delete(CM, "k1", ns);
+    await env.client.create(cm("born", ns));
     const other = await namespace();
-    for (let i = 0; i < 40; i++) await admin.create(cm(`noise-${i}`, other));
-    const current = (await admin.list(CM, { namespace: ns })).metadata.resourceVersion ?? "0";
+    for (let i = 0; i < 40; i++) await env.client.create(cm(`noise-${i}`, other));
+    const current = (await env.client.list(CM, { namespace: ns })).metadata.resourceVersion ?? "0";
     await env.store.compact(Number(current));
     const unchangedBefore = new Set(shadow.log.filter((l) => /\/k[2-5]@/.test(l)));
     proxy.unblock();
 
-    await until(async () => {
-      return JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(admin, ns));
+    await eventually(async () => {
+      return (
+        JSON.stringify(shadow.snapshot()) === JSON.stringify(await serverState(env.client, ns))
+      );
     }, "informer to re-list");
     expect(shadow.problems).toEqual([]);
-    expect(informerState(inf)).toEqual(await serverState(admin, ns));
+    expect(informerState(inf)).toEqual(await serverState(env.client, ns));
     const h = inf.health();
     expect(h.relists).toBe(1);
     expect(Number(inf.resourceVersion)).toBeGreaterThan(Number(listedRv));
@@ -272,7 +281,7 @@ describe("Informer", () => {
     const ns = await namespace();
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
-    const client = env.client({ server: proxy.url });
+    const client = env.newClient({ server: proxy.url });
     // The server sends bookmarks every 100 ms: a 600 ms deadline only trips on a dead connection.
     const inf = new Informer<ConfigMap>(client, CM, {
       ...FAST,
@@ -281,14 +290,17 @@ describe("Informer", () => {
     });
     run(inf);
     await inf.waitForSync();
-    await until(() => inf.health().watching, "watching");
+    await eventually(() => inf.health().watching, "watching");
     await new Promise((r) => setTimeout(r, 1_500));
     expect(inf.health().idleRestarts).toBe(0);
     expect(client.stats.byVerb.watch).toBe(1);
 
     proxy.stall();
-    await admin.create(cm("during-stall", ns));
-    await until(() => inf.get("during-stall", ns), "the object written while the watch was silent");
+    await env.client.create(cm("during-stall", ns));
+    await eventually(
+      () => inf.get("during-stall", ns),
+      "the object written while the watch was silent",
+    );
     const h = inf.health();
     expect(h.idleRestarts).toBe(1);
     expect(h.relists).toBe(0);
@@ -296,8 +308,8 @@ describe("Informer", () => {
 
   it("re-delivers every object on resync without calling the API", async () => {
     const ns = await namespace();
-    for (let i = 0; i < 3; i++) await admin.create(cm(`r${i}`, ns));
-    const client = env.client();
+    for (let i = 0; i < 3; i++) await env.client.create(cm(`r${i}`, ns));
+    const client = env.newClient();
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns, resyncMs: 100 });
     const resyncs: string[] = [];
     let realUpdates = 0;
@@ -317,9 +329,9 @@ describe("Informer", () => {
     });
     run(inf);
     await inf.waitForSync();
-    await until(() => inf.health().watching, "watching");
+    await eventually(() => inf.health().watching, "watching");
     const requests = client.stats.requests;
-    await until(() => resyncs.length >= 6, "two resyncs");
+    await eventually(() => resyncs.length >= 6, "two resyncs");
     expect(new Set(resyncs)).toEqual(new Set(["r0", "r1", "r2"]));
     expect(realUpdates).toBe(0);
     expect(client.stats.requests).toBe(requests);
@@ -327,14 +339,14 @@ describe("Informer", () => {
 
   it("scopes by label and field selectors: objects that stop matching are deleted from the copy", async () => {
     const ns = await namespace();
-    await admin.create(cm("match", ns, {}, { tier: "web" }));
-    await admin.create(cm("nomatch", ns, {}, { tier: "db" }));
-    const labelled = new Informer<ConfigMap>(env.client(), CM, {
+    await env.client.create(cm("match", ns, {}, { tier: "web" }));
+    await env.client.create(cm("nomatch", ns, {}, { tier: "db" }));
+    const labelled = new Informer<ConfigMap>(env.newClient(), CM, {
       ...FAST,
       namespace: ns,
       labelSelector: "tier=web",
     });
-    const byName = new Informer<ConfigMap>(env.client(), CM, {
+    const byName = new Informer<ConfigMap>(env.newClient(), CM, {
       ...FAST,
       fieldSelector: `metadata.name=nomatch,metadata.namespace=${ns}`,
     });
@@ -345,24 +357,30 @@ describe("Informer", () => {
     await Promise.all([labelled.waitForSync(), byName.waitForSync()]);
     expect(labelled.keys()).toEqual([`${ns}/match`]);
     expect(byName.keys()).toEqual([`${ns}/nomatch`]);
-    await until(() => labelled.health().watching, "watching");
+    await eventually(() => labelled.health().watching, "watching");
 
-    await admin.patch(
+    await env.client.patch(
       CM,
       "nomatch",
       ns,
       { metadata: { labels: { tier: "web" } } },
       { type: "merge" },
     );
-    await admin.patch(CM, "match", ns, { metadata: { labels: { tier: "db" } } }, { type: "merge" });
-    await until(() => labelled.keys().join() === `${ns}/nomatch`, "selector changes");
+    await env.client.patch(
+      CM,
+      "match",
+      ns,
+      { metadata: { labels: { tier: "db" } } },
+      { type: "merge" },
+    );
+    await eventually(() => labelled.keys().join() === `${ns}/nomatch`, "selector changes");
     expect(shadow.log.map((l) => l.replace(/@\d+/, ""))).toEqual([
       `${ns}/match:add`,
       `${ns}/nomatch:add`,
       `${ns}/match:delete`,
     ]);
     expect(shadow.problems).toEqual([]);
-    await until(
+    await eventually(
       () => byName.get("nomatch", ns)?.metadata.labels?.tier === "web",
       "field-scoped update",
     );
@@ -370,13 +388,15 @@ describe("Informer", () => {
 
   it("keeps metadata only, or managedFields when asked", async () => {
     const ns = await namespace();
-    await admin.create(cm("m", ns, { secret: "payload" }, { a: "b" }), { fieldManager: "writer" });
-    const meta = new Informer<KubeObject>(env.client(), CM, {
+    await env.client.create(cm("m", ns, { secret: "payload" }, { a: "b" }), {
+      fieldManager: "writer",
+    });
+    const meta = new Informer<KubeObject>(env.newClient(), CM, {
       ...FAST,
       namespace: ns,
       metadataOnly: true,
     });
-    const full = new Informer<ConfigMap>(env.client(), CM, {
+    const full = new Informer<ConfigMap>(env.newClient(), CM, {
       ...FAST,
       namespace: ns,
       stripManagedFields: false,
@@ -384,8 +404,8 @@ describe("Informer", () => {
     run(meta);
     run(full);
     await Promise.all([meta.waitForSync(), full.waitForSync()]);
-    await admin.create(cm("m2", ns, { secret: "payload" }));
-    await until(() => meta.get("m2", ns) && full.get("m2", ns), "the second object");
+    await env.client.create(cm("m2", ns, { secret: "payload" }));
+    await eventually(() => meta.get("m2", ns) && full.get("m2", ns), "the second object");
     for (const name of ["m", "m2"]) {
       const o = meta.get(name, ns)!;
       expect(Object.keys(o).sort()).toEqual(["apiVersion", "kind", "metadata"]);
@@ -400,13 +420,13 @@ describe("Informer", () => {
 
   it("fails waitForSync when stopped before it synced", async () => {
     const inf = new Informer<ConfigMap>(
-      env.client(),
+      env.newClient(),
       { apiVersion: "v1", kind: "NoSuchKind" },
       FAST,
     );
     const ac = run(inf);
     const waiting = inf.waitForSync();
-    await until(() => inf.health().failures >= 1, "a failed list");
+    await eventually(() => inf.health().failures >= 1, "a failed list");
     ac.abort();
     await expect(waiting).rejects.toThrow(/stopped before it synced/);
     await expect(inf.waitForSync()).rejects.toThrow(/stopped before it synced/);
@@ -414,14 +434,14 @@ describe("Informer", () => {
 
   it("waits for its own writes to reach the cache", async () => {
     const ns = await namespace();
-    const inf = new Informer<ConfigMap>(env.client(), CM, { ...FAST, namespace: ns });
+    const inf = new Informer<ConfigMap>(env.newClient(), CM, { ...FAST, namespace: ns });
     run(inf);
     await inf.waitForSync();
-    const written = await admin.create(cm("mine", ns, { v: "1" }));
+    const written = await env.client.create(cm("mine", ns, { v: "1" }));
     const rv = written.metadata.resourceVersion ?? "";
     expect(await inf.waitForResourceVersion({ name: "mine", namespace: ns }, rv, 5_000)).toBe(true);
     expect(inf.get("mine", ns)?.metadata.resourceVersion).toBe(rv);
-    const updated = await admin.patch(CM, "mine", ns, { data: { v: "2" } }, { type: "merge" });
+    const updated = await env.client.patch(CM, "mine", ns, { data: { v: "2" } }, { type: "merge" });
     expect(
       await inf.waitForResourceVersion(
         { name: "mine", namespace: ns },

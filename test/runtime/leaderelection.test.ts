@@ -4,10 +4,9 @@
  * after a leader dies without releasing, prompt stop on a lost lease, and the
  * finalizers annotation.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { kind } from "../../src/runtime/builder.ts";
-import type { Client } from "../../src/runtime/client.ts";
 import { ReconcileStoppedError } from "../../src/runtime/controller.ts";
 import {
   LEASE_TYPE,
@@ -18,24 +17,16 @@ import {
 import { silentLogger } from "../../src/runtime/log.ts";
 import { FINALIZERS_ANNOTATION, Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
-import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const CM = kind("v1", "ConfigMap");
 const LEASE_MS = 2_000;
 const RENEW_MS = 1_500;
 const RETRY_MS = 200;
 
-let env: ApiEnv;
-let client: Client;
-let seq = 0;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
+const env = startForFile(startTestServer);
 
 interface Member {
   mgr: Manager;
@@ -49,7 +40,7 @@ function member(
   opts: { release?: boolean } = {},
 ): Member {
   const mgr = new Manager({
-    client: env.client(),
+    client: env.newClient(),
     identity,
     logger: silentLogger(),
     leaderElection: {
@@ -78,8 +69,7 @@ function member(
 }
 
 async function setup(opts: { release?: boolean } = {}) {
-  const ns = `le${++seq}-${Date.now().toString(36)}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  const ns = await freshNamespace(env.client, "le");
   const id = `lease-${ns}`;
   const a = member(id, `a-${ns}`, ns, opts);
   const b = member(id, `b-${ns}`, ns, opts);
@@ -89,7 +79,7 @@ async function setup(opts: { release?: boolean } = {}) {
   return { ns, id, leader, standby };
 }
 
-const lease = (id: string) => client.get<Lease>(LEASE_TYPE, id, "default");
+const lease = (id: string) => env.client.get<Lease>(LEASE_TYPE, id, "default");
 
 describe("leader election", () => {
   it("one leader reconciles; the standby keeps a warm cache; release hands over at once", async () => {
@@ -100,13 +90,13 @@ describe("leader election", () => {
         expect(Number(leader.mgr.isLeader) + Number(standby.mgr.isLeader)).toBe(1);
         await sleep(50);
       }
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "one", namespace: ns },
       });
       await eventually(() => leader.reconciled.includes("one"));
-      await eventually(() => standby.mgr.cache.peek(CM, "one", ns), 5_000, "standby cache");
+      await eventually(() => standby.mgr.cache.peek(CM, "one", ns), "standby cache", 5_000);
       await sleep(200);
       expect(standby.reconciled).toEqual([]);
 
@@ -131,7 +121,7 @@ describe("leader election", () => {
       const taken = await lease(id);
       expect(taken.spec?.holderIdentity).toBe(standby.mgr.identity);
       expect(taken.spec?.leaseTransitions).toBe(1);
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "two", namespace: ns },
@@ -161,11 +151,10 @@ describe("leader election", () => {
   });
 
   it("a leader whose lease is taken stops reconciling promptly, then campaigns again", async () => {
-    const ns = `steal${++seq}-${Date.now().toString(36)}`;
-    await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    const ns = await freshNamespace(env.client, "steal");
     const id = `lease-${ns}`;
     const mgr = new Manager({
-      client: env.client(),
+      client: env.newClient(),
       identity: "victim",
       logger: silentLogger(),
       leaderElection: {
@@ -195,7 +184,7 @@ describe("leader election", () => {
     await mgr.start();
     await mgr.elected();
     try {
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "long", namespace: ns },
@@ -204,7 +193,7 @@ describe("leader election", () => {
       // An intruder takes the lease (as if our renewals had been lost).
       const l = await lease(id);
       const now = microTime(new Date());
-      await client.update<KubeObject>({
+      await env.client.update<KubeObject>({
         ...l,
         spec: {
           ...l.spec,
@@ -215,12 +204,12 @@ describe("leader election", () => {
         },
       });
       const t0 = Date.now();
-      await eventually(() => !mgr.isLeader, 5_000, "step down");
-      await eventually(() => !inFlight, 5_000, "in-flight abort");
+      await eventually(() => !mgr.isLeader, "step down", 5_000);
+      await eventually(() => !inFlight, "in-flight abort", 5_000);
       expect(Date.now() - t0).toBeLessThan(RENEW_MS);
       expect(stopReason).toBeInstanceOf(ReconcileStoppedError);
       const count = seen.length;
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "while-standby", namespace: ns },
@@ -229,7 +218,7 @@ describe("leader election", () => {
       expect(seen.length).toBe(count);
       // The intruder never renews: the lease expires and we lead again, catching up.
       await mgr.elected();
-      await eventually(() => seen.includes("while-standby"), 10_000, "catch-up reconcile");
+      await eventually(() => seen.includes("while-standby"), "catch-up reconcile", 10_000);
       expect((await lease(id)).spec).toMatchObject({
         holderIdentity: "victim",
         leaseTransitions: 2,
@@ -242,10 +231,11 @@ describe("leader election", () => {
   it("validates its timings", () => {
     const base = { name: "x", namespace: "default", identity: "i" };
     expect(
-      () => new LeaderElector(client, { ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 }),
+      () =>
+        new LeaderElector(env.client, { ...base, leaseDurationMs: 1000, renewDeadlineMs: 1000 }),
     ).toThrow(RangeError);
     expect(
-      () => new LeaderElector(client, { ...base, renewDeadlineMs: 1000, retryPeriodMs: 900 }),
+      () => new LeaderElector(env.client, { ...base, renewDeadlineMs: 1000, retryPeriodMs: 900 }),
     ).toThrow(RangeError);
   });
 });

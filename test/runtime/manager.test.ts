@@ -3,42 +3,27 @@
  * informer failing /healthz and /readyz, graceful shutdown draining reconciles
  * in flight, and aborting them when the grace runs out.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { kind } from "../../src/runtime/builder.ts";
-import type { Client } from "../../src/runtime/client.ts";
 import { Client as RuntimeClient } from "../../src/runtime/client.ts";
 import { ReconcileStoppedError } from "../../src/runtime/controller.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
-import { type ApiEnv, eventually, sleep, startApiEnv } from "./apienv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { FaultProxy } from "./netfault.ts";
 
 const CM = kind("v1", "ConfigMap");
 
-let env: ApiEnv;
-let client: Client;
-let seq = 0;
-
-beforeAll(async () => {
-  env = await startApiEnv();
-  client = env.client();
-});
-afterAll(async () => {
-  await env?.close();
-});
-
-async function namespace(): Promise<string> {
-  const name = `m${++seq}-${Date.now().toString(36)}`;
-  await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
-}
+const env = startForFile(startTestServer);
 
 describe("Manager", () => {
   it("serves /metrics, /healthz and /readyz once its caches are synced", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "m");
     const mgr = new Manager({
-      client: env.client(),
+      client: env.newClient(),
       logger: silentLogger(),
       metricsAddr: "127.0.0.1:0",
       healthAddr: "127.0.0.1:0",
@@ -58,7 +43,7 @@ describe("Manager", () => {
       const ready = await fetch(`${health}/readyz?verbose`);
       expect(ready.status).toBe(200);
       expect(await ready.text()).toContain("[+]informers-synced ok");
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "x", namespace: n },
@@ -105,8 +90,8 @@ describe("Manager", () => {
           const r = await fetch(`${health}/healthz`);
           return r.status === 500 ? r : undefined;
         },
-        10_000,
         "healthz failure",
+        10_000,
       );
       expect(await res.text()).toMatch(/\[-\]informers failed: stalled informers: ConfigMap/);
       expect((await fetch(`${health}/readyz`)).status).toBe(500);
@@ -120,14 +105,14 @@ describe("Manager", () => {
     // Someone else holds the Lease for a minute: this manager stays a standby.
     const leaseName = `held-${Date.now().toString(36)}`;
     const now = new Date().toISOString().replace("Z", "000Z");
-    await client.create({
+    await env.client.create({
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
       metadata: { name: leaseName, namespace: "default" },
       spec: { holderIdentity: "someone-else", leaseDurationSeconds: 60, renewTime: now },
     });
     const mgr = new Manager({
-      client: env.client(),
+      client: env.newClient(),
       logger: silentLogger(),
       healthAddr: "127.0.0.1:0",
       leaderElection: { id: leaseName, namespace: "default", retryPeriodMs: 100 },
@@ -185,8 +170,8 @@ describe("Manager", () => {
   });
 
   it("drains reconciles in flight on shutdown before returning", async () => {
-    const n = await namespace();
-    const mgr = new Manager({ client: env.client(), logger: silentLogger() });
+    const n = await freshNamespace(env.client, "m");
+    const mgr = new Manager({ client: env.newClient(), logger: silentLogger() });
     let started = false;
     let finished = false;
     let abortedInside = false;
@@ -207,7 +192,7 @@ describe("Manager", () => {
       });
     const ac = new AbortController();
     await mgr.start(ac.signal);
-    await client.create({
+    await env.client.create({
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: { name: "s", namespace: n },
@@ -217,13 +202,13 @@ describe("Manager", () => {
     await mgr.done;
     expect(finished).toBe(true);
     expect(abortedInside).toBe(false);
-    await client.get(CM, "written-while-draining", n);
+    await env.client.get(CM, "written-while-draining", n);
   });
 
   it("aborts reconciles that outlive the shutdown grace, and refuses their writes", async () => {
-    const n = await namespace();
+    const n = await freshNamespace(env.client, "m");
     const mgr = new Manager({
-      client: env.client(),
+      client: env.newClient(),
       logger: silentLogger(),
       gracefulShutdownTimeoutMs: 100,
     });
@@ -248,7 +233,7 @@ describe("Manager", () => {
         }
       });
     await mgr.start();
-    await client.create({
+    await env.client.create({
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: { name: "s", namespace: n },
@@ -259,12 +244,12 @@ describe("Manager", () => {
     expect(Date.now() - t0).toBeLessThan(3_000);
     expect(reason).toBeInstanceOf(ReconcileStoppedError);
     expect(writeError).toBeInstanceOf(ReconcileStoppedError);
-    await expect(client.get(CM, "too-late", n)).rejects.toThrow();
+    await expect(env.client.get(CM, "too-late", n)).rejects.toThrow();
   });
 
   it("a reconcile past its deadline sees its signal abort and is retried", async () => {
-    const n = await namespace();
-    const mgr = new Manager({ client: env.client(), logger: silentLogger() });
+    const n = await freshNamespace(env.client, "m");
+    const mgr = new Manager({ client: env.newClient(), logger: silentLogger() });
     let attempts = 0;
     mgr
       .controller("deadline")
@@ -280,7 +265,7 @@ describe("Manager", () => {
       });
     await mgr.start();
     try {
-      await client.create({
+      await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "d", namespace: n },

@@ -2,14 +2,15 @@
  * The reflector's list/watch protocol, observed on the wire between the runtime
  * and the real apiserver, with faults injected by a recording proxy.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Client } from "../../src/runtime/client.ts";
 import { UnexpectedResponseError } from "../../src/runtime/client.ts";
 import { isTooManyRequests, isTransient, RequestTimeoutError } from "../../src/runtime/errors.ts";
 import { Informer, type InformerOptions } from "../../src/runtime/informer.ts";
+import { eventually } from "../helpers/poll.ts";
+import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { FaultServer, statusBody } from "./faultserver.ts";
-import { type RealServer, startRealServer, until } from "./realserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 
@@ -17,26 +18,19 @@ function cm(name: string, namespace: string): KubeObject {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data: {} };
 }
 
-let env: RealServer;
-let admin: Client;
+const env = startForFile(() => startTestServer({ limits: { bookmarkIntervalMs: 100 } }));
 const cleanups: (() => unknown)[] = [];
 
-beforeAll(async () => {
-  env = await startRealServer({ limits: { bookmarkIntervalMs: 100 } });
-  admin = env.client();
-});
+beforeAll(async () => {});
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await env?.close();
 });
 
 let nsCounter = 0;
 async function namespace(objects = 0): Promise<string> {
   const name = `refl-${++nsCounter}`;
-  await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  for (let i = 0; i < objects; i++) await admin.create(cm(`o${i}`, name));
+  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  for (let i = 0; i < objects; i++) await env.client.create(cm(`o${i}`, name));
   return name;
 }
 
@@ -46,7 +40,7 @@ async function setup(
 ): Promise<{ fs: FaultServer; inf: Informer<KubeObject>; client: Client }> {
   const fs = await FaultServer.start(env.url);
   cleanups.push(() => fs.close());
-  const client = env.client({ server: fs.url });
+  const client = env.newClient({ server: fs.url });
   const inf = new Informer<KubeObject>(client, CM, {
     namespace: ns,
     backoffInitialMs: 20,
@@ -81,7 +75,7 @@ describe("Reflector on the wire", () => {
       expect(page.query.get("continue")).toBeTruthy();
       expect(page.query.has("resourceVersion")).toBe(false);
     }
-    const watch = await until(() => fs.of("watch")[0], "the watch");
+    const watch = await eventually(() => fs.of("watch")[0], "the watch");
     expect(watch.query.get("resourceVersion")).toBe(inf.resourceVersion);
     expect(watch.query.get("allowWatchBookmarks")).toBe("true");
     const timeout = Number(watch.query.get("timeoutSeconds"));
@@ -93,7 +87,7 @@ describe("Reflector on the wire", () => {
     const firstRv = inf.resourceVersion;
     const other = await namespace(3);
     expect(other).toBeTruthy();
-    const second = await until(
+    const second = await eventually(
       () => fs.of("watch")[1],
       "the watch after the server ended the first",
       5_000,
@@ -113,13 +107,16 @@ describe("Reflector on the wire", () => {
         : undefined;
     start(inf);
     await inf.waitForSync();
-    await until(() => fs.of("list").length === 2 && inf.health().watching, "a re-list and a watch");
+    await eventually(
+      () => fs.of("list").length === 2 && inf.health().watching,
+      "a re-list and a watch",
+    );
     const [first, again] = fs.of("list");
     expect(first.query.get("resourceVersion")).toBe("0");
     expect(again.query.has("resourceVersion")).toBe(false);
     expect(inf.health().relists).toBe(1);
-    await admin.create(cm("after", ns));
-    await until(() => inf.get("after", ns), "events after the re-list");
+    await env.client.create(cm("after", ns));
+    await eventually(() => inf.get("after", ns), "events after the re-list");
   });
 
   it("backs off exponentially with jitter while lists fail, then recovers", async () => {
@@ -131,7 +128,7 @@ describe("Reflector on the wire", () => {
         ? { status: 500, body: statusBody(500, "InternalError", "storage is down") }
         : undefined;
     start(inf);
-    await until(() => inf.health().failures === 4, "four failed lists");
+    await eventually(() => inf.health().failures === 4, "four failed lists");
     expect(inf.hasSynced()).toBe(false);
     expect(inf.health().lastError).toMatch(/storage is down/);
     await inf.waitForSync();
@@ -166,14 +163,17 @@ describe("Reflector on the wire", () => {
     expect(fs.of("watch").length).toBeGreaterThanOrEqual(2);
 
     mode = "garbage";
-    await until(() => mode === "ok" && inf.health().watching, "a good watch after the garbage");
+    await eventually(
+      () => mode === "ok" && inf.health().watching,
+      "a good watch after the garbage",
+    );
     const watches = fs.of("watch");
     const rvs = new Set(watches.map((w) => w.query.get("resourceVersion")));
     expect(rvs.size).toBe(1);
     expect(fs.of("list")).toHaveLength(1);
     expect(inf.health().relists).toBe(0);
-    await admin.create(cm("later", ns));
-    await until(() => inf.get("later", ns), "events on the good watch");
+    await env.client.create(cm("later", ns));
+    await eventually(() => inf.get("later", ns), "events on the good watch");
     // The object in the garbage's one well-formed event did arrive; the stream was then dropped.
     expect(inf.get("x")?.metadata.name).toBe("x");
   });
@@ -184,7 +184,7 @@ describe("Client retries", () => {
     const ns = await namespace(1);
     const fs = await FaultServer.start(env.url);
     cleanups.push(() => fs.close());
-    const client = env.client({ server: fs.url });
+    const client = env.newClient({ server: fs.url });
     let n = 0;
     fs.onRequest = (r) =>
       r.verb === "list" && ++n <= 2
@@ -217,7 +217,7 @@ describe("Client retries", () => {
   it("gives up on a request past its deadline, and on a 2xx body that is not JSON", async () => {
     const fs = await FaultServer.start(env.url);
     cleanups.push(() => fs.close());
-    const client = env.client({ server: fs.url, timeoutMs: 150 });
+    const client = env.newClient({ server: fs.url, timeoutMs: 150 });
     fs.onRequest = (r) => (r.verb === "get" ? { neverAnswer: true } : undefined);
     const err = await client.get(CM, "x", "default").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RequestTimeoutError);
@@ -231,7 +231,7 @@ describe("Client retries", () => {
   it("types an answer that is not a Status by its HTTP code", async () => {
     const fs = await FaultServer.start(env.url);
     cleanups.push(() => fs.close());
-    const client = env.client({ server: fs.url });
+    const client = env.newClient({ server: fs.url });
     fs.onRequest = (r) =>
       r.verb === "get" ? { status: 503, body: "<html>bad gateway</html>" } : undefined;
     const err = await client.get(CM, "x", "default").catch((e: unknown) => e);

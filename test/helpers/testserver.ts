@@ -1,0 +1,58 @@
+/**
+ * The apiserver the project's tests start when they reach into the server (its
+ * store to compact, its registry to add a type, smaller limits, https with a
+ * token) or want many clients of it: the test environment's control plane
+ * (src/testenv/controlplane.ts) without the built-in controllers, with background
+ * compaction off (tests compact explicitly). Tests that need none of this use
+ * startTestEnv. startForFile runs either for the tests of one file.
+ */
+import { afterAll, beforeAll } from "vitest";
+import { Client, type RestConfig } from "../../src/runtime/index.ts";
+import {
+  type ControlPlane,
+  type ControlPlaneOptions,
+  startControlPlane,
+} from "../../src/testenv/controlplane.ts";
+
+export type TestServerOptions = Omit<ControlPlaneOptions, "compaction">;
+
+export interface TestServer extends ControlPlane {
+  /** Another client of the server (with `overrides` to its config), closed by stop(). */
+  newClient(overrides?: Partial<RestConfig>): Client;
+}
+
+/** Starts an apiserver on an in-memory store with background compaction off. */
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const plane = await startControlPlane({ ...opts, compaction: false });
+  const clients: Client[] = [];
+  return {
+    ...plane,
+    newClient(overrides = {}) {
+      const c = new Client({ ...plane.config, ...overrides });
+      clients.push(c);
+      return c;
+    },
+    async stop() {
+      for (const c of clients) c.close();
+      await plane.stop();
+    },
+  };
+}
+
+/**
+ * Starts something with a stop() (a test server, a test environment) before the
+ * tests of the calling file or describe block, and stops it after them. The object
+ * returned is filled in once it has started: read its members in hooks and tests,
+ * not when the file loads. Hooks registered after this call run after the start
+ * and, being torn down first, before the stop.
+ */
+export function startForFile<T extends { stop(): Promise<void> }>(start: () => Promise<T>): T {
+  const started = {} as T;
+  beforeAll(async () => {
+    Object.assign(started, await start());
+  });
+  afterAll(async () => {
+    await started.stop?.();
+  });
+  return started;
+}
