@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TokenBucket } from "../../src/runtime/throttle.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
@@ -38,7 +38,6 @@ describe("TokenBucket", () => {
 });
 
 const env = startForFile(startTestServer);
-beforeAll(async () => {});
 
 describe("client rate limit", () => {
   it("spaces requests beyond the burst at the configured rate", async () => {

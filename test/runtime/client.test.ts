@@ -26,10 +26,10 @@ function cm(name: string, namespace: string, data: Record<string, string> = {}):
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data };
 }
 
+// A small watch cache window, so that old versions are soon out of it (410).
 const env = startForFile(() => startTestServer({ limits: { watchCacheWindow: 50 } }));
 
 beforeAll(async () => {
-  // A small watch cache window, so that old versions are soon out of it (410).
   await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "c1" } });
 });
 

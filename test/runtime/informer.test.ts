@@ -1,8 +1,9 @@
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Client } from "../../src/runtime/client.ts";
 import { type EventHandler, Informer, type InformerOptions } from "../../src/runtime/informer.ts";
 import { OWNER_UID_INDEX } from "../../src/runtime/objectstore.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { FaultProxy } from "./netfault.ts";
@@ -91,6 +92,7 @@ function informerState(inf: Informer<ConfigMap>): Record<string, string> {
   );
 }
 
+// A small watch cache window (old versions soon answer 410) and frequent bookmarks.
 const env = startForFile(() =>
   startTestServer({ limits: { watchCacheWindow: 30, bookmarkIntervalMs: 100 } }),
 );
@@ -107,16 +109,6 @@ function run<T extends KubeObject>(inf: Informer<T>): AbortController {
   return ac;
 }
 
-let nsCounter = 0;
-async function namespace(): Promise<string> {
-  const name = `inf-${++nsCounter}`;
-  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
-}
-
-beforeAll(async () => {
-  // A small watch cache window (old versions soon answer 410) and frequent bookmarks.
-});
 afterEach(async () => {
   for (const ac of stops.splice(0)) ac.abort();
   for (const p of proxies.splice(0)) await p.close();
@@ -124,7 +116,7 @@ afterEach(async () => {
 
 describe("Informer", () => {
   it("lists then watches, and hands out frozen objects through get, list and indexes", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     await env.client.create(cm("pre-1", ns, { v: "1" }));
     await env.client.create(cm("pre-2", ns, { v: "1" }));
     const client = env.newClient();
@@ -192,7 +184,7 @@ describe("Informer", () => {
   });
 
   it("resumes after a dropped connection from the last version, without a re-list", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 5; i++) await env.client.create(cm(`o${i}`, ns, { v: "0" }));
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
@@ -231,7 +223,7 @@ describe("Informer", () => {
   });
 
   it("survives compaction: a 410 re-lists and reconciles the copy without losing or repeating a change", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 6; i++) await env.client.create(cm(`k${i}`, ns, { v: "0" }));
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
@@ -251,7 +243,7 @@ describe("Informer", () => {
     await env.client.patch(CM, "k0", ns, { data: { v: "changed" } }, { type: "merge" });
     await env.client.delete(CM, "k1", ns);
     await env.client.create(cm("born", ns));
-    const other = await namespace();
+    const other = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 40; i++) await env.client.create(cm(`noise-${i}`, other));
     const current = (await env.client.list(CM, { namespace: ns })).metadata.resourceVersion ?? "0";
     await env.store.compact(Number(current));
@@ -278,7 +270,7 @@ describe("Informer", () => {
   });
 
   it("treats a silent watch as dead and resumes it; bookmarks keep a quiet watch alive", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     const proxy = await FaultProxy.start(env.url);
     proxies.push(proxy);
     const client = env.newClient({ server: proxy.url });
@@ -307,7 +299,7 @@ describe("Informer", () => {
   });
 
   it("re-delivers every object on resync without calling the API", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 3; i++) await env.client.create(cm(`r${i}`, ns));
     const client = env.newClient();
     const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns, resyncMs: 100 });
@@ -338,7 +330,7 @@ describe("Informer", () => {
   });
 
   it("scopes by label and field selectors: objects that stop matching are deleted from the copy", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     await env.client.create(cm("match", ns, {}, { tier: "web" }));
     await env.client.create(cm("nomatch", ns, {}, { tier: "db" }));
     const labelled = new Informer<ConfigMap>(env.newClient(), CM, {
@@ -387,7 +379,7 @@ describe("Informer", () => {
   });
 
   it("keeps metadata only, or managedFields when asked", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     await env.client.create(cm("m", ns, { secret: "payload" }, { a: "b" }), {
       fieldManager: "writer",
     });
@@ -433,7 +425,7 @@ describe("Informer", () => {
   });
 
   it("waits for its own writes to reach the cache", async () => {
-    const ns = await namespace();
+    const ns = await freshNamespace(env.client, "inf");
     const inf = new Informer<ConfigMap>(env.newClient(), CM, { ...FAST, namespace: ns });
     run(inf);
     await inf.waitForSync();

@@ -2,12 +2,13 @@
  * The reflector's list/watch protocol, observed on the wire between the runtime
  * and the real apiserver, with faults injected by a recording proxy.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { Client } from "../../src/runtime/client.ts";
 import { UnexpectedResponseError } from "../../src/runtime/client.ts";
 import { isTooManyRequests, isTransient, RequestTimeoutError } from "../../src/runtime/errors.ts";
 import { Informer, type InformerOptions } from "../../src/runtime/informer.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 import { FaultServer, statusBody } from "./faultserver.ts";
@@ -21,15 +22,12 @@ function cm(name: string, namespace: string): KubeObject {
 const env = startForFile(() => startTestServer({ limits: { bookmarkIntervalMs: 100 } }));
 const cleanups: (() => unknown)[] = [];
 
-beforeAll(async () => {});
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-let nsCounter = 0;
 async function namespace(objects = 0): Promise<string> {
-  const name = `refl-${++nsCounter}`;
-  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  const name = await freshNamespace(env.client, "refl");
   for (let i = 0; i < objects; i++) await env.client.create(cm(`o${i}`, name));
   return name;
 }
