@@ -59,51 +59,28 @@ export interface EncodedObject {
 }
 
 /**
- * Whether the first properties of `obj` are apiVersion, kind and metadata, in that
- * order (then its JSON is already in the stored order).
- */
-function storedOrder(obj: KubeObject): boolean {
-  if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") return false;
-  let i = 0;
-  for (const k in obj) {
-    if (k !== (i === 0 ? "apiVersion" : i === 1 ? "kind" : "metadata")) return false;
-    if (++i === 3) return true;
-  }
-  return false;
-}
-
-/**
  * Encodes an object for storage. Only the stored JSON and where its metadata ends
  * are kept for adding a resourceVersion later (nothing else of the encoding lives
  * on while the write waits for storage).
  */
 export function encodeObject(obj: KubeObject): EncodedObject {
-  let stored: string;
-  /** Where the metadata's closing brace is in `stored`. */
-  let metaEnd: number;
-  let metaEmpty: boolean;
-  if (obj.metadata.resourceVersion === undefined && storedOrder(obj)) {
-    // The object's own JSON is the stored one.
-    const head = `{"apiVersion":${JSON.stringify(obj.apiVersion)},"kind":${JSON.stringify(obj.kind)},"metadata":`;
-    const metaLength = JSON.stringify(obj.metadata).length;
-    stored = JSON.stringify(obj);
-    metaEnd = head.length + metaLength - 1;
-    metaEmpty = metaLength === 2;
-  } else {
-    const { resourceVersion: _rv, ...metadata } = obj.metadata;
-    const { apiVersion, kind, metadata: _m, ...rest } = obj;
-    let head = "{";
-    if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
-    if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
-    head += '"metadata":';
-    const meta = JSON.stringify(metadata);
-    const restJson = JSON.stringify(rest);
-    // Array.join makes a flat string; `+` would make a tree of the parts.
-    const tail = restJson === "{}" ? "}" : `,${restJson.slice(1)}`;
-    stored = [head, meta, tail].join("");
-    metaEnd = head.length + meta.length - 1;
-    metaEmpty = meta === "{}";
+  let metadata: Omit<KubeObject["metadata"], "resourceVersion"> = obj.metadata;
+  if (obj.metadata.resourceVersion !== undefined) {
+    const { resourceVersion: _rv, ...rest } = obj.metadata;
+    metadata = rest;
   }
+  const { apiVersion, kind, metadata: _m, ...rest } = obj;
+  let head = "{";
+  if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
+  if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
+  head += '"metadata":';
+  const meta = JSON.stringify(metadata);
+  const restJson = JSON.stringify(rest);
+  // Array.join makes a flat string; `+` would make a tree of the parts.
+  const stored = [head, meta, restJson === "{}" ? "}" : `,${restJson.slice(1)}`].join("");
+  /** Where the metadata's closing brace is in `stored`. */
+  const metaEnd = head.length + meta.length - 1;
+  const metaEmpty = meta === "{}";
   let lastRevision = -1;
   let lastJson = "";
   return {

@@ -43,7 +43,7 @@ describe("encodeObject", () => {
         const json = encoded.withRevision(revision);
         expect(JSON.parse(json)).toEqual({
           ...expected,
-          metadata: { ...metadata, resourceVersion: String(revision) },
+          metadata: { ...expected.metadata, resourceVersion: String(revision) },
         });
         expect(encoded.withRevision(revision)).toBe(json);
       }),

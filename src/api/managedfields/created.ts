@@ -9,10 +9,16 @@ import { isJsonObject, setMember } from "../deepcopy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { isEmptyContainer } from "./compare.ts";
-import { comparePathKeys, fieldKey, type PathKey } from "./fieldpath.ts";
+import {
+  comparePathElements,
+  comparePathKeys,
+  fieldKey,
+  type PathKey,
+  parsePathElement,
+} from "./fieldpath.ts";
 import type { FieldSet } from "./fieldset.ts";
-import { fieldType, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
-import { compareStrings } from "./value.ts";
+import { fieldSchema, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
+import { compareStrings, sortInPlace } from "./value.ts";
 
 /** The marker of a node that is itself a member of the set. */
 const SELF = ".";
@@ -80,13 +86,13 @@ function mapFields(
 ): FieldsV1 | undefined {
   const names = Object.keys(value);
   // "f:" keys sort as their names do.
-  if (names.length > 1) names.sort(compareStrings);
+  if (names.length > 1) sortInPlace(names, compareStrings);
   let out: FieldsV1 | undefined;
   for (const k of names) {
     const v = value[k];
     if (v === undefined) continue;
     const key = fieldKey(k);
-    const f = node(key, v, fieldType(schema, k).schema, untracked);
+    const f = node(key, v, fieldSchema(schema, k), untracked);
     if (f === undefined) continue;
     out ??= start(self);
     setMember(out, key, f);
@@ -108,8 +114,22 @@ function listFields(
   const index = indexList(value, schema, false);
   if (Array.isArray(index)) return undefined;
   const items = itemSchema(schema);
-  const order = value.map((_, i) => i);
-  if (order.length > 1) order.sort((a, b) => comparePathKeys(index.keys[a], index.keys[b]));
+  const keys = index.keys;
+  const order: number[] = [];
+  for (let i = 0; i < keys.length; i++) order.push(i);
+  if (order.length > 1) {
+    if (keys[0].startsWith("f:")) {
+      sortInPlace(order, (a, b) => comparePathKeys(keys[a], keys[b]));
+    } else {
+      // Each item's key parsed once, not once per comparison.
+      const parsed = keys.map(parsePathElement);
+      sortInPlace(order, (a, b) =>
+        keys[a][0] === keys[b][0]
+          ? comparePathElements(keys[a], parsed[a], keys[b], parsed[b])
+          : comparePathKeys(keys[a], keys[b]),
+      );
+    }
+  }
   let out: FieldsV1 | undefined;
   for (const i of order) {
     const k = index.keys[i];

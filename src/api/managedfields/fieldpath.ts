@@ -163,8 +163,20 @@ export function comparePathKeys(a: PathKey, b: PathKey): number {
   if (ra !== rb) return ra < rb ? -1 : 1;
   // Both start with "f:": comparing whole keys orders them by name.
   if (ra === 0) return compareStrings(a, b);
-  const pa = parsePathElement(a);
-  const pb = parsePathElement(b);
+  return comparePathElements(a, parsePathElement(a), b, parsePathElement(b));
+}
+
+/**
+ * comparePathKeys for keys of the same rank that are already parsed (`pa` is `a`
+ * parsed, `pb` is `b`): for sorting many keys, each parsed once.
+ */
+export function comparePathElements(
+  a: PathKey,
+  pa: PathElement | undefined,
+  b: PathKey,
+  pb: PathElement | undefined,
+): number {
+  if (a === b) return 0;
   if (pa?.kind === "key" && pb?.kind === "key") {
     const x = pa.fields;
     const y = pb.fields;

@@ -18,6 +18,7 @@
 import { isJsonObject, setMember } from "../deepcopy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import { canonicalPathKey, comparePathKeys, type Path, type PathKey } from "./fieldpath.ts";
+import { sortInPlace } from "./value.ts";
 
 /** Thrown when a FieldsV1 document cannot be decoded. */
 export class FieldsV1Error extends Error {
@@ -194,7 +195,7 @@ export class FieldSet {
   private sortedKeys(): PathKey[] {
     const keys: PathKey[] = [...this.members];
     for (const k of this.children.keys()) if (!this.members.has(k)) keys.push(k);
-    return keys.length > 1 ? keys.sort(comparePathKeys) : keys;
+    return keys.length > 1 ? sortInPlace(keys, comparePathKeys) : keys;
   }
 
   /** The FieldsV1 form, keys in the order Kubernetes writes them. */

@@ -115,6 +115,15 @@ export function fieldType(parent: Schema | undefined, name: string): FieldType {
   return UNKNOWN;
 }
 
+/** fieldType(parent, name).schema, without making the FieldType. */
+export function fieldSchema(parent: Schema | undefined, name: string): Schema | undefined {
+  if (!parent) return undefined;
+  const props = parent.properties;
+  if (props && Object.hasOwn(props, name)) return resolved(props[name]);
+  const ap = parent.additionalProperties;
+  return typeof ap === "object" ? resolved(ap) : undefined;
+}
+
 /** The schema of the items of a list with schema `list`. */
 export function itemSchema(list: Schema | undefined): Schema | undefined {
   return resolved(list?.items);

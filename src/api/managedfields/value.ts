@@ -43,6 +43,30 @@ function isSurrogate(c: number): boolean {
  * Compares strings by Unicode code point, which is the byte order of their UTF-8
  * encoding (how Go compares strings). Returns -1, 0 or 1.
  */
+/** Lengths up to which sortInPlace sorts by insertion (no allocation). */
+const INSERTION_SORT_MAX = 16;
+
+/**
+ * Sorts `items` in place by `compare`, as Array.prototype.sort does; short arrays
+ * (the usual case: an object's keys, a list's items) by insertion, which neither
+ * allocates nor calls `compare` more than needed when they are already in order.
+ */
+export function sortInPlace<T>(items: T[], compare: (a: T, b: T) => number): T[] {
+  const n = items.length;
+  if (n > INSERTION_SORT_MAX) return items.sort(compare);
+  for (let i = 1; i < n; i++) {
+    const x = items[i];
+    let j = i - 1;
+    if (compare(items[j], x) <= 0) continue;
+    while (j >= 0 && compare(items[j], x) > 0) {
+      items[j + 1] = items[j];
+      j--;
+    }
+    items[j + 1] = x;
+  }
+  return items;
+}
+
 export function compareStrings(a: string, b: string): number {
   if (a === b) return 0;
   const n = Math.min(a.length, b.length);
@@ -135,7 +159,7 @@ export function goJson(v: unknown): string {
   }
   if (Array.isArray(v)) return `[${v.map((x) => goJson(x)).join(",")}]`;
   if (!isJsonObject(v)) return "null";
-  const keys = definedKeys(v).sort(compareStrings);
+  const keys = sortInPlace(definedKeys(v), compareStrings);
   return `{${keys.map((k) => `${goJsonString(k)}:${goJson(v[k])}`).join(",")}}`;
 }
 

@@ -563,12 +563,14 @@ function dropNulls(value: unknown, s: Schema | undefined, depth: number): void {
     return;
   }
   if (!isObject(value)) return;
-  for (const key of Object.keys(value)) {
-    const child = childSchemaOf(s, key);
-    if (value[key] === null && child && !child.nullable && child.default === undefined) {
-      delete value[key];
-    } else {
-      dropNulls(value[key], child, depth + 1);
+  for (const key in value) {
+    const v = value[key];
+    // Only nulls and containers (which may hold nulls) need the field's schema.
+    if (v === null) {
+      const child = childSchemaOf(s, key);
+      if (child && !child.nullable && child.default === undefined) delete value[key];
+    } else if (typeof v === "object") {
+      dropNulls(v, childSchemaOf(s, key), depth + 1);
     }
   }
 }
@@ -589,8 +591,10 @@ function fillDefaults(value: unknown, s: Schema | undefined, depth: number): voi
     return;
   }
   if (!isObject(value)) return;
-  if (s.properties) {
-    for (const [k, prop] of Object.entries(s.properties)) {
+  const props = s.properties;
+  if (props) {
+    for (const k in props) {
+      const prop = props[k];
       if (prop.default === undefined) continue;
       if (!Object.hasOwn(value, k) || nonNullableNull(value[k], prop)) {
         value[k] = deepClone(prop.default);
