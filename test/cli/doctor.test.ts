@@ -22,7 +22,8 @@ import { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
 import { TerminalError } from "../../src/runtime/reconciler.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import { eventually, runCli, sleep, WIDGET, widget, widgetCrd } from "./helpers.ts";
+import { eventually, sleep } from "../helpers/poll.ts";
+import { runCli, WIDGET, widget, widgetCrd } from "./helpers.ts";
 
 /** Doctor samples writes for seconds; several runs on a loaded machine. */
 const TEST_TIMEOUT_MS = 90_000;
@@ -232,16 +233,20 @@ describe("setpoint doctor with planted problems", () => {
     });
     // The spinning key, and the leader's Lease publishing it (renewed every 2 s).
     await env.client.create({ ...CONFIGMAP, metadata: { name: "spin", namespace: ns } });
-    await eventually(async () => {
-      const lease = await env.client.get<KubeObject>(
-        { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
-        "planted-controllers",
-        "kube-system",
-      );
-      const stats = JSON.parse(lease.metadata.annotations?.[RECONCILE_STATS_ANNOTATION] ?? "{}");
-      const top = stats.controllers?.spinner?.topKeys?.[0];
-      return top?.key === `${ns}/spin` && top.reconciles >= 120;
-    }, 20_000);
+    await eventually(
+      async () => {
+        const lease = await env.client.get<KubeObject>(
+          { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+          "planted-controllers",
+          "kube-system",
+        );
+        const stats = JSON.parse(lease.metadata.annotations?.[RECONCILE_STATS_ANNOTATION] ?? "{}");
+        const top = stats.controllers?.spinner?.topKeys?.[0];
+        return top?.key === `${ns}/spin` && top.reconciles >= 120;
+      },
+      "condition",
+      20_000,
+    );
     // Let the lag and the deletion outlast their thresholds (timestamps have 1 s resolution).
     await sleep(2_100);
   }, 60_000);

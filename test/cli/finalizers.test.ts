@@ -14,7 +14,8 @@ import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
 import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import { eventually, runCli, runCliOnTerminal, WIDGET, widget, widgetCrd } from "./helpers.ts";
+import { eventually } from "../helpers/poll.ts";
+import { runCli, runCliOnTerminal, WIDGET, widget, widgetCrd } from "./helpers.ts";
 
 /** Several CLI runs on a loaded 2-core machine. */
 const TEST_TIMEOUT_MS = 60_000;

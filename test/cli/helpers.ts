@@ -6,15 +6,10 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { KubeObject } from "../../src/api/meta.ts";
+import { SETPOINT_BIN } from "../e2e/helpers/setpoint.ts";
 
-/** The `setpoint` entry point of this checkout. */
-export const SETPOINT_BIN = resolve(
-  dirname(fileURLToPath(import.meta.url)),
-  "../../bin/setpoint.mjs",
-);
 /** Longest a CLI run may take (compiling sources on a loaded machine included). */
 export const CLI_TIMEOUT_MS = 60_000;
 
@@ -25,22 +20,31 @@ export interface CliResult {
 }
 
 /**
- * Runs `setpoint args...` with stdin not a terminal (a pipe, closed at once),
- * its own HOME, and USER=`user`, and waits for it to exit.
+ * Runs `command args...` with its own HOME (removed after), USER=`user` and no
+ * KUBECONFIG, and waits for it to exit (killed after CLI_TIMEOUT_MS). Its stdin
+ * is a pipe: closed at once, or, given `answer`, closed after writing
+ * `answer.text` and a newline once `answer.prompt` has appeared on stdout.
  */
-export function runCli(args: string[], opts: { user?: string } = {}): Promise<CliResult> {
+function runWithOwnHome(
+  command: string,
+  args: string[],
+  user: string,
+  answer?: { prompt: string; text: string },
+): Promise<CliResult> {
   const home = mkdtempSync(join(tmpdir(), "setpoint-cli-home-"));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, USER: opts.user ?? "alice" };
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, USER: user };
   delete env.KUBECONFIG;
-  const child = spawn(process.execPath, [SETPOINT_BIN, ...args], {
-    stdio: ["pipe", "pipe", "pipe"],
-    env,
-  });
-  child.stdin.end();
+  const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env });
+  if (!answer) child.stdin.end();
   let stdout = "";
   let stderr = "";
+  let answered = false;
   child.stdout.on("data", (d: Buffer) => {
     stdout += d.toString();
+    if (answer && !answered && stdout.includes(answer.prompt)) {
+      answered = true;
+      child.stdin.end(`${answer.text}\n`);
+    }
   });
   child.stderr.on("data", (d: Buffer) => {
     stderr += d.toString();
@@ -53,6 +57,14 @@ export function runCli(args: string[], opts: { user?: string } = {}): Promise<Cl
       done({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * Runs `setpoint args...` with stdin not a terminal (a pipe, closed at once),
+ * its own HOME, and USER=`user`, and waits for it to exit.
+ */
+export function runCli(args: string[], opts: { user?: string } = {}): Promise<CliResult> {
+  return runWithOwnHome(process.execPath, [SETPOINT_BIN, ...args], opts.user ?? "alice");
 }
 
 /** The Widget kind (example.com/v1, namespaced, with a status subresource). */
@@ -96,30 +108,6 @@ export function widget(
   };
 }
 
-/** Polls `fn` until it returns a truthy value (returned) or `timeoutMs` passes (throws). */
-export async function eventually<T>(
-  fn: () => T | Promise<T>,
-  timeoutMs = 10_000,
-  what = "condition",
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Runs `setpoint args...` on a pseudo-terminal (util-linux `script`), answers
  * `answer` once `prompt` appears, and waits for it to exit. Output comes back
@@ -130,34 +118,10 @@ export function runCliOnTerminal(
   prompt: string,
   answer: string,
 ): Promise<CliResult> {
-  const home = mkdtempSync(join(tmpdir(), "setpoint-cli-home-"));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, USER: "alice" };
-  delete env.KUBECONFIG;
   const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
   const command = [process.execPath, SETPOINT_BIN, ...args].map(quote).join(" ");
-  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], {
-    stdio: ["pipe", "pipe", "pipe"],
-    env,
-  });
-  let stdout = "";
-  let answered = false;
-  child.stdout.on("data", (d: Buffer) => {
-    stdout += d.toString();
-    if (!answered && stdout.includes(prompt)) {
-      answered = true;
-      child.stdin.end(`${answer}\n`);
-    }
-  });
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), CLI_TIMEOUT_MS);
-  return new Promise((done) => {
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      rmSync(home, { recursive: true, force: true });
-      done({ code, stdout, stderr });
-    });
+  return runWithOwnHome("script", ["-q", "-e", "-c", command, "/dev/null"], "alice", {
+    prompt,
+    text: answer,
   });
 }
