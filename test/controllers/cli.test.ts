@@ -19,7 +19,8 @@ import {
   type SetpointProcess,
   startSetpoint,
 } from "../e2e/helpers/setpoint.ts";
-import { CM, configMap, eventually, freshNamespace, gone, NS, refTo } from "./helpers.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { CM, configMap, eventually, gone, NS, refTo } from "./helpers.ts";
 
 const LEASE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
 

@@ -4,36 +4,31 @@
  * later stays, an update that moves an Event's time reschedules it, and no list
  * runs after the informers' first ones.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { reduceEvent } from "../../src/controllers/eventttl.ts";
-import type { ControllerManager } from "../../src/controllers/manager.ts";
-import { type Client, lastOccurrence } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import { EVENT, eventually, freshNamespace, gone, startControllers } from "./helpers.ts";
+import { lastOccurrence } from "../../src/runtime/index.ts";
+import { startTestEnv } from "../../src/testenv/testenv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { startForFile } from "../helpers/testserver.ts";
+import { EVENT, eventually, gone, startControllers } from "./helpers.ts";
 
 const EVENTS_V1 = { apiVersion: "events.k8s.io/v1", kind: "Event" } as const;
 const TTL_MS = 1_000;
 const HOUR = 3_600_000;
 
-let env: TestEnv;
-let client: Client;
-let cm: ControllerManager;
-
-beforeAll(async () => {
-  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
-  client = env.client;
-  cm = await startControllers({
+// Each test runs the controllers it tests.
+const env = startForFile(() => startTestEnv({ controllers: false }));
+const cm = startForFile(() =>
+  startControllers({
     restConfig: env.config,
     disabled: ["garbage-collector", "namespace"],
     eventTtl: { ttlMs: TTL_MS },
-  });
-  await eventually(() => cm.manager.isLeader, "controllers running");
-});
+  }),
+);
 
-afterAll(async () => {
-  await cm?.stop();
-  await env?.stop();
+beforeAll(async () => {
+  await eventually(() => cm.manager.isLeader, "controllers running");
 });
 
 /** A timestamp `ms` from now (negative: in the past), to the second. */
@@ -58,13 +53,13 @@ function coreEvent(ns: string, name: string, lastTimestamp: string): KubeObject 
 
 describe("event TTL", () => {
   it("deletes Events quiet for longer than the TTL and keeps later ones", async () => {
-    const ns = await freshNamespace(client);
+    const ns = await freshNamespace(env.client);
     await eventually(() => cm.manager.readyz.run().then((r) => r.every((c) => c.result.ok)));
     const listsBefore = cm.manager.client.stats.byVerb.list ?? 0;
     // Occurring an hour from now (a reporter's clock ahead): it stays for that hour.
-    await client.create(coreEvent(ns, "later", at(HOUR)));
-    await client.create(coreEvent(ns, "now", at(0)));
-    await client.create({
+    await env.client.create(coreEvent(ns, "later", at(HOUR)));
+    await env.client.create(coreEvent(ns, "now", at(0)));
+    await env.client.create({
       ...EVENTS_V1,
       metadata: { name: "now-v1", namespace: ns },
       eventTime: new Date().toISOString(),
@@ -78,20 +73,21 @@ describe("event TTL", () => {
 
     await eventually(
       async () =>
-        (await gone(client, EVENT, "now", ns)) && (await gone(client, EVENTS_V1, "now-v1", ns)),
+        (await gone(env.client, EVENT, "now", ns)) &&
+        (await gone(env.client, EVENTS_V1, "now-v1", ns)),
       "expired Events deleted",
     );
-    expect(await gone(client, EVENT, "later", ns)).toBe(false);
+    expect(await gone(env.client, EVENT, "later", ns)).toBe(false);
 
     // An update that moves the Event's time back reschedules it.
-    await client.patch(
+    await env.client.patch(
       EVENT,
       "later",
       ns,
       { firstTimestamp: at(-HOUR), lastTimestamp: at(-HOUR) },
       { type: "merge" },
     );
-    await eventually(() => gone(client, EVENT, "later", ns), "rescheduled Event deleted");
+    await eventually(() => gone(env.client, EVENT, "later", ns), "rescheduled Event deleted");
     // Expiry needs no listing: the informers listed once, at start.
     expect(cm.manager.client.stats.byVerb.list ?? 0).toBe(listsBefore);
   });

@@ -3,38 +3,24 @@
  * a new one finishes it; started after owners were deleted (and their names
  * reused) while none ran, it collects exactly the orphans.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
-import type { Client } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import {
-  CM,
-  configMap,
-  eventually,
-  find,
-  freshNamespace,
-  gone,
-  refTo,
-  startControllers,
-} from "./helpers.ts";
+import { startTestEnv } from "../../src/testenv/testenv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { startForFile } from "../helpers/testserver.ts";
+import { CM, configMap, eventually, find, gone, refTo, startControllers } from "./helpers.ts";
 
-let env: TestEnv;
-let client: Client;
+// Each test runs the controllers it tests.
+const env = startForFile(() => startTestEnv({ controllers: false }));
 const running: ControllerManager[] = [];
-
-beforeAll(async () => {
-  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
-  client = env.client;
-});
 
 afterAll(async () => {
   for (const cm of running) await cm.stop();
-  await env?.stop();
 });
 
 async function count(ns: string): Promise<number> {
-  return (await client.list<KubeObject>(CM, { namespace: ns })).items.length;
+  return (await env.client.list<KubeObject>(CM, { namespace: ns })).items.length;
 }
 
 async function gcOnly(opts: { qps?: number } = {}): Promise<ControllerManager> {
@@ -49,14 +35,15 @@ async function gcOnly(opts: { qps?: number } = {}): Promise<ControllerManager> {
 }
 
 it("finishes a cascade that a stopped collector left half done", async () => {
-  const ns = await freshNamespace(client);
-  const owner = await configMap(client, ns, "owner");
+  const ns = await freshNamespace(env.client);
+  const owner = await configMap(env.client, ns, "owner");
   const n = 120;
-  for (let i = 0; i < n; i++) await configMap(client, ns, `dep-${i}`, { owners: [refTo(owner)] });
+  for (let i = 0; i < n; i++)
+    await configMap(env.client, ns, `dep-${i}`, { owners: [refTo(owner)] });
 
   // A slow collector (client-side rate limit), stopped once it has started.
   const first = await gcOnly({ qps: 30 });
-  await client.delete(CM, "owner", ns);
+  await env.client.delete(CM, "owner", ns);
   await eventually(async () => (await count(ns)) < n, "the cascade started", 30_000);
   await first.stop();
   const left = await count(ns);
@@ -69,22 +56,22 @@ it("finishes a cascade that a stopped collector left half done", async () => {
 
 it("catches up on owners deleted, and names reused, while it was down", async () => {
   for (const cm of running.splice(0)) await cm.stop();
-  const ns = await freshNamespace(client);
-  const a = await configMap(client, ns, "a");
-  const b = await configMap(client, ns, "b");
-  await configMap(client, ns, "dep-of-a", { owners: [refTo(a)] });
-  await configMap(client, ns, "dep-of-b", { owners: [refTo(b)] });
-  await client.delete(CM, "a", ns);
-  await client.delete(CM, "b", ns);
-  const b2 = await configMap(client, ns, "b");
-  await configMap(client, ns, "dep-of-new-b", { owners: [refTo(b2)] });
+  const ns = await freshNamespace(env.client);
+  const a = await configMap(env.client, ns, "a");
+  const b = await configMap(env.client, ns, "b");
+  await configMap(env.client, ns, "dep-of-a", { owners: [refTo(a)] });
+  await configMap(env.client, ns, "dep-of-b", { owners: [refTo(b)] });
+  await env.client.delete(CM, "a", ns);
+  await env.client.delete(CM, "b", ns);
+  const b2 = await configMap(env.client, ns, "b");
+  await configMap(env.client, ns, "dep-of-new-b", { owners: [refTo(b2)] });
 
   await gcOnly();
   await eventually(
     async () =>
-      (await gone(client, CM, "dep-of-a", ns)) && (await gone(client, CM, "dep-of-b", ns)),
+      (await gone(env.client, CM, "dep-of-a", ns)) && (await gone(env.client, CM, "dep-of-b", ns)),
     "orphans collected",
   );
-  expect((await find(client, CM, "b", ns))?.metadata.uid).toBe(b2.metadata.uid);
-  expect(await gone(client, CM, "dep-of-new-b", ns)).toBe(false);
+  expect((await find(env.client, CM, "b", ns))?.metadata.uid).toBe(b2.metadata.uid);
+  expect(await gone(env.client, CM, "dep-of-new-b", ns)).toBe(false);
 });

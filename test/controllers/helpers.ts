@@ -10,43 +10,23 @@ import {
 } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import { type Client, isNotFound, silentLogger } from "../../src/runtime/index.ts";
+import { eventually as pollUntil } from "../helpers/poll.ts";
 
 export const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;
 export const SECRET = { apiVersion: "v1", kind: "Secret" } as const;
 export const NS = { apiVersion: "v1", kind: "Namespace" } as const;
 export const EVENT = { apiVersion: "v1", kind: "Event" } as const;
 
-/** Polls `fn` until it returns a truthy value (returned) or `timeoutMs` passes (throws). */
-export async function eventually<T>(
+/** How long the controller tests wait for a state: controllers act on several objects in turn. */
+export const CONTROLLER_WAIT_MS = 20_000;
+
+/** eventually() from test/helpers/poll.ts, waiting up to CONTROLLER_WAIT_MS unless told otherwise. */
+export function eventually<T>(
   fn: () => T | Promise<T>,
   what = "condition",
-  timeoutMs = 20_000,
+  timeoutMs = CONTROLLER_WAIT_MS,
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-let seq = 0;
-
-/** A fresh namespace for one test. */
-export async function freshNamespace(client: Client, prefix = "t"): Promise<string> {
-  const name = `${prefix}-${process.pid}-${++seq}`;
-  await client.create({ ...NS, metadata: { name } });
-  return name;
+  return pollUntil(fn, what, timeoutMs);
 }
 
 /** An owner reference to `owner`. */

@@ -3,7 +3,7 @@
  * name, two managers under leader election (only the leader acts; the standby
  * takes over when it leaves), and the metrics and health endpoints.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import {
   BUILTIN_CONTROLLER_NAMES,
@@ -12,34 +12,20 @@ import {
   UnknownControllerError,
 } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
-import type { Client } from "../../src/runtime/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import {
-  CM,
-  configMap,
-  eventually,
-  freshNamespace,
-  gone,
-  NS,
-  refTo,
-  startControllers,
-} from "./helpers.ts";
+import { startTestEnv } from "../../src/testenv/testenv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { startForFile } from "../helpers/testserver.ts";
+import { CM, configMap, eventually, gone, NS, refTo, startControllers } from "./helpers.ts";
 
 const LEASE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
 const ELECTION = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
 
-let env: TestEnv;
-let client: Client;
+// Each test runs the controllers it tests.
+const env = startForFile(() => startTestEnv({ controllers: false }));
 const managers: ControllerManager[] = [];
-
-beforeAll(async () => {
-  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
-  client = env.client;
-});
 
 afterAll(async () => {
   for (const m of managers) await m.stop();
-  await env?.stop();
 });
 
 async function start(opts: Parameters<typeof startControllers>[0]): Promise<ControllerManager> {
@@ -49,12 +35,13 @@ async function start(opts: Parameters<typeof startControllers>[0]): Promise<Cont
 }
 
 async function ownerWithDependents(ns: string, n: number): Promise<void> {
-  const owner = await configMap(client, ns, "owner");
-  for (let i = 0; i < n; i++) await configMap(client, ns, `dep-${i}`, { owners: [refTo(owner)] });
+  const owner = await configMap(env.client, ns, "owner");
+  for (let i = 0; i < n; i++)
+    await configMap(env.client, ns, `dep-${i}`, { owners: [refTo(owner)] });
 }
 
 async function remaining(ns: string): Promise<number> {
-  return (await client.list<KubeObject>(CM, { namespace: ns })).items.length;
+  return (await env.client.list<KubeObject>(CM, { namespace: ns })).items.length;
 }
 
 describe("controller manager", () => {
@@ -68,13 +55,13 @@ describe("controller manager", () => {
   it("runs without a controller switched off by name", async () => {
     const m = await start({ disabled: ["garbage-collector"] });
     expect(m.names).toEqual(["namespace", "event-ttl"]);
-    const ns = await freshNamespace(client);
+    const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
-    await client.delete(CM, "owner", ns);
+    await env.client.delete(CM, "owner", ns);
     // The namespace controller acts on a later change: the manager is running.
-    const probe = await freshNamespace(client);
-    await client.delete(NS, probe);
-    await eventually(() => gone(client, NS, probe), "namespace controller acted");
+    const probe = await freshNamespace(env.client);
+    await env.client.delete(NS, probe);
+    await eventually(() => gone(env.client, NS, probe), "namespace controller acted");
     expect(await remaining(ns)).toBe(2);
     await m.stop();
   });
@@ -85,7 +72,7 @@ describe("controller manager", () => {
     await eventually(() => a.manager.isLeader || b.manager.isLeader, "a leader");
     const [leader, standby] = a.manager.isLeader ? [a, b] : [b, a];
     expect(standby.manager.isLeader).toBe(false);
-    const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
+    const lease = await env.client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
     expect((lease.spec as { holderIdentity?: string }).holderIdentity).toBe(
       leader.manager.identity,
     );
@@ -94,18 +81,18 @@ describe("controller manager", () => {
       "foregroundDeletion,kubernetes,orphan",
     );
 
-    const ns = await freshNamespace(client);
+    const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 5);
-    await client.delete(CM, "owner", ns);
+    await env.client.delete(CM, "owner", ns);
     await eventually(async () => (await remaining(ns)) === 0, "cascade by the leader");
     expect(leader.manager.client.stats.byVerb.delete ?? 0).toBeGreaterThanOrEqual(5);
     expect(standby.manager.client.stats.byVerb.delete ?? 0).toBe(0);
 
     await leader.stop(); // releases the Lease
     await eventually(() => standby.manager.isLeader, "standby took over");
-    const ns2 = await freshNamespace(client);
+    const ns2 = await freshNamespace(env.client);
     await ownerWithDependents(ns2, 3);
-    await client.delete(CM, "owner", ns2);
+    await env.client.delete(CM, "owner", ns2);
     await eventually(async () => (await remaining(ns2)) === 0, "cascade by the new leader");
     expect(standby.manager.client.stats.byVerb.delete ?? 0).toBeGreaterThanOrEqual(3);
     await standby.stop();
@@ -122,9 +109,9 @@ describe("controller manager", () => {
     }, "ready");
     expect(ready).toContain("[+]garbage-collector ok");
     expect(ready).toContain("[+]event-ttl ok");
-    const ns = await freshNamespace(client);
+    const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 1);
-    await client.delete(CM, "owner", ns);
+    await env.client.delete(CM, "owner", ns);
     await eventually(async () => (await remaining(ns)) === 0, "cascade");
     const text = await (await fetch(`${metrics}/metrics`)).text();
     expect(text).toMatch(/controller_runtime_reconcile_total\{controller="garbage-collector"/);

@@ -3,16 +3,17 @@
  * controller deletes every kind of content, waits on finalizers while reporting
  * Kubernetes' conditions, then finalizes so the namespace goes away.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Condition, KubeObject } from "../../src/api/meta.ts";
-import type { ControllerManager } from "../../src/controllers/manager.ts";
 import {
   applyConditions,
   deletionConditions,
   NAMESPACE_CONDITION_TYPES,
 } from "../../src/controllers/namespace.ts";
-import { type Client, isForbidden } from "../../src/runtime/index.ts";
-import { installCrd, startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
+import { isForbidden } from "../../src/runtime/index.ts";
+import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
+import { startForFile } from "../helpers/testserver.ts";
 import {
   CM,
   clearFinalizers,
@@ -20,30 +21,17 @@ import {
   crd,
   eventually,
   find,
-  freshNamespace,
   gone,
   NS,
   SECRET,
   startControllers,
 } from "./helpers.ts";
 
-let env: TestEnv;
-let client: Client;
-let cm: ControllerManager;
-
-beforeAll(async () => {
-  env = await startTestEnv({ controllers: false }); // each test runs the controllers it tests
-  client = env.client;
-  cm = await startControllers({
-    restConfig: env.config,
-    disabled: ["garbage-collector", "event-ttl"],
-  });
-});
-
-afterAll(async () => {
-  await cm?.stop();
-  await env?.stop();
-});
+// Each test runs the controllers it tests.
+const env = startForFile(() => startTestEnv({ controllers: false }));
+const _cm = startForFile(() =>
+  startControllers({ restConfig: env.config, disabled: ["garbage-collector", "event-ttl"] }),
+);
 
 function conditionsOf(ns: KubeObject | undefined): Condition[] {
   return ((ns?.status as { conditions?: Condition[] } | undefined)?.conditions ??
@@ -56,33 +44,33 @@ function condition(ns: KubeObject | undefined, type: string): Condition | undefi
 
 describe("namespace controller", () => {
   it("deletes an empty namespace", async () => {
-    const ns = await freshNamespace(client);
-    await client.delete(NS, ns);
-    await eventually(() => gone(client, NS, ns), "namespace removed");
+    const ns = await freshNamespace(env.client);
+    await env.client.delete(NS, ns);
+    await eventually(() => gone(env.client, NS, ns), "namespace removed");
   });
 
   it("deletes every kind of content, waits on finalizers, then removes the namespace", async () => {
-    const ns = await freshNamespace(client);
-    for (let i = 0; i < 5; i++) await configMap(client, ns, `cm-${i}`);
+    const ns = await freshNamespace(env.client);
+    for (let i = 0; i < 5; i++) await configMap(env.client, ns, `cm-${i}`);
     for (let i = 0; i < 3; i++) {
-      await client.create({ ...SECRET, metadata: { name: `s-${i}`, namespace: ns } });
+      await env.client.create({ ...SECRET, metadata: { name: `s-${i}`, namespace: ns } });
     }
-    await client.create({
+    await env.client.create({
       apiVersion: "v1",
       kind: "ServiceAccount",
       metadata: { name: "sa", namespace: ns },
     });
-    await client.create({
+    await env.client.create({
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
       metadata: { name: "lease", namespace: ns },
       spec: {},
     });
-    await configMap(client, ns, "held", { finalizers: ["example.com/hold"] });
+    await configMap(env.client, ns, "held", { finalizers: ["example.com/hold"] });
 
-    await client.delete(NS, ns);
+    await env.client.delete(NS, ns);
     const waiting = await eventually(async () => {
-      const o = await find(client, NS, ns);
+      const o = await find(env.client, NS, ns);
       return condition(o, "NamespaceFinalizersRemaining")?.status === "True" ? o : undefined;
     }, "NamespaceFinalizersRemaining");
     expect((waiting.status as { phase?: string }).phase).toBe("Terminating");
@@ -104,42 +92,48 @@ describe("namespace controller", () => {
       status: "False",
       reason: "ContentDeleted",
     });
-    const left = await client.list<KubeObject>(CM, { namespace: ns });
+    const left = await env.client.list<KubeObject>(CM, { namespace: ns });
     expect(left.items.map((o) => o.metadata.name)).toEqual(["held"]);
     expect(left.items[0].metadata.deletionTimestamp).toBeDefined();
-    expect((await client.list(SECRET, { namespace: ns })).items).toEqual([]);
-    expect(await gone(client, { apiVersion: "v1", kind: "ServiceAccount" }, "sa", ns)).toBe(true);
+    expect((await env.client.list(SECRET, { namespace: ns })).items).toEqual([]);
+    expect(await gone(env.client, { apiVersion: "v1", kind: "ServiceAccount" }, "sa", ns)).toBe(
+      true,
+    );
     // Nothing new gets in meanwhile.
-    await expect(configMap(client, ns, "late")).rejects.toSatisfy(isForbidden);
+    await expect(configMap(env.client, ns, "late")).rejects.toSatisfy(isForbidden);
 
-    await clearFinalizers(client, CM, "held", ns);
-    await eventually(() => gone(client, NS, ns), "namespace removed");
+    await clearFinalizers(env.client, CM, "held", ns);
+    await eventually(() => gone(env.client, NS, ns), "namespace removed");
   });
   it("deletes custom resources in the namespace, waiting on their finalizers", async () => {
-    await installCrd(client, crd("gadgets", "Gadget"));
+    await installCrd(env.client, crd("gadgets", "Gadget"));
     const GADGET = { apiVersion: "example.com/v1", kind: "Gadget" };
-    const ns = await freshNamespace(client);
+    const ns = await freshNamespace(env.client);
     for (let i = 0; i < 3; i++) {
-      await client.create({ ...GADGET, metadata: { name: `g-${i}`, namespace: ns }, spec: { i } });
+      await env.client.create({
+        ...GADGET,
+        metadata: { name: `g-${i}`, namespace: ns },
+        spec: { i },
+      });
     }
-    await client.create({
+    await env.client.create({
       ...GADGET,
       metadata: { name: "held", namespace: ns, finalizers: ["example.com/hold"] },
     });
-    await configMap(client, ns, "cm");
-    await client.delete(NS, ns);
+    await configMap(env.client, ns, "cm");
+    await env.client.delete(NS, ns);
     const waiting = await eventually(async () => {
-      const o = await find(client, NS, ns);
+      const o = await find(env.client, NS, ns);
       return condition(o, "NamespaceContentRemaining")?.status === "True" ? o : undefined;
     }, "NamespaceContentRemaining");
     expect(condition(waiting, "NamespaceContentRemaining")?.message).toBe(
       "Some resources are remaining: gadgets.example.com has 1 resource instances",
     );
-    const left = await client.list<KubeObject>(GADGET, { namespace: ns });
+    const left = await env.client.list<KubeObject>(GADGET, { namespace: ns });
     expect(left.items.map((o) => o.metadata.name)).toEqual(["held"]);
-    expect(await gone(client, CM, "cm", ns)).toBe(true);
-    await clearFinalizers(client, GADGET, "held", ns);
-    await eventually(() => gone(client, NS, ns), "namespace removed");
+    expect(await gone(env.client, CM, "cm", ns)).toBe(true);
+    await clearFinalizers(env.client, GADGET, "held", ns);
+    await eventually(() => gone(env.client, NS, ns), "namespace removed");
   });
 });
 

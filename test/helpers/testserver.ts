@@ -40,19 +40,25 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
 }
 
 /**
- * Starts something with a stop() (a test server, a test environment) before the
- * tests of the calling file or describe block, and stops it after them. The object
- * returned is filled in once it has started: read its members in hooks and tests,
- * not when the file loads. Hooks registered after this call run after the start
- * and, being torn down first, before the stop.
+ * Starts something with a stop() (a test server, a test environment, a controller
+ * manager) before the tests of the calling file or describe block, and stops it
+ * after them. What it returns stands for the started object: reading a member
+ * before the start (when the file loads) throws. Hooks registered after this call
+ * run after the start and, being torn down first, before the stop.
  */
 export function startForFile<T extends { stop(): Promise<void> }>(start: () => Promise<T>): T {
-  const started = {} as T;
+  let started: T | undefined;
   beforeAll(async () => {
-    Object.assign(started, await start());
+    started = await start();
   });
   afterAll(async () => {
-    await started.stop?.();
+    await started?.stop();
   });
-  return started;
+  return new Proxy({} as T, {
+    get(_, key) {
+      if (!started) throw new Error(`read ${String(key)} before beforeAll started it`);
+      const v: unknown = Reflect.get(started, key);
+      return typeof v === "function" ? v.bind(started) : v;
+    },
+  });
 }
