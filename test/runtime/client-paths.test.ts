@@ -1,16 +1,10 @@
-/**
- * The client beyond the per-object verbs, against a real apiserver: raw requests
- * to paths no typed verb covers, deletecollection, subresources (status,
- * finalize, scale) and discovery of every served resource.
- */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { Client } from "../../src/runtime/client.ts";
 import { preferredResources } from "../../src/runtime/discovery.ts";
 import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
 import { installCrd } from "../../src/testenv/testenv.ts";
+import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
@@ -227,42 +221,15 @@ describe("serverResources", () => {
  * asks upstream for the legacy documents only) and whose `failing`
  * group-version answers 503, as an unavailable aggregated API does.
  */
-async function legacyDiscoveryProxy(
-  target: string,
-  failing: string,
-): Promise<{ url: string; close(): Promise<void> }> {
+async function legacyDiscoveryProxy(target: string, failing: string): Promise<Listening> {
   const upstream = new URL(target);
-  const server = http.createServer((req, res) => {
+  return listenHttp((req, res) => {
     if (req.url === failing) {
       res.writeHead(503, { "content-type": "text/plain" }).end("service unavailable");
       return;
     }
-    const headers = { ...req.headers, accept: "application/json" };
-    const out = http.request(
-      {
-        hostname: upstream.hostname,
-        port: upstream.port,
-        path: req.url,
-        method: req.method,
-        headers,
-      },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
-    req.pipe(out);
+    forward(req, res, upstream, { headers: { ...req.headers, accept: "application/json" } });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }
 
 describe("serverResources from legacy discovery", () => {

@@ -5,50 +5,27 @@
  * or a slow network does.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
 
-export interface DelayProxy {
-  url: string;
-  close(): Promise<void>;
-}
-
-export async function startDelayProxy(target: string, delayMs: number): Promise<DelayProxy> {
+export async function startDelayProxy(target: string, delayMs: number): Promise<Listening> {
   const upstream = new URL(target);
   const agent = new http.Agent({ keepAlive: true });
-  const server = http.createServer((req, res) => {
-    const isWatch = /[?&]watch=(true|1)/.test(req.url ?? "");
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
+  return listenHttp(
+    (req, res) => {
+      const isWatch = /[?&]watch=(true|1)/.test(req.url ?? "");
+      forward(req, res, upstream, {
         agent,
-      },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        if (!isWatch) {
-          up.pipe(res);
-          return;
-        }
-        up.on("data", (chunk: Buffer) => setTimeout(() => res.write(chunk), delayMs));
-        up.on("end", () => setTimeout(() => res.end(), delayMs));
-      },
-    );
-    out.on("error", () => res.destroy());
-    res.on("close", () => out.destroy());
-    req.pipe(out);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-        agent.destroy();
-      }),
-  };
+        onResponse: (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          if (!isWatch) {
+            up.pipe(res);
+            return;
+          }
+          up.on("data", (chunk: Buffer) => setTimeout(() => res.write(chunk), delayMs));
+          up.on("end", () => setTimeout(() => res.end(), delayMs));
+        },
+      });
+    },
+    () => agent.destroy(),
+  );
 }

@@ -6,7 +6,8 @@
  * else is forwarded to the real server unchanged (streams included).
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { failure, type StatusReason } from "../../src/api/status.ts";
+import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
 
 export interface RecordedRequest {
   method: string;
@@ -44,22 +45,22 @@ export class FaultServer {
   /** Decides a fault for a request; undefined forwards it. */
   onRequest: ((r: RecordedRequest) => Fault | undefined) | undefined;
   private readonly agent = new http.Agent({ keepAlive: true });
+  /** Set by start(). */
+  private listening!: Listening;
 
-  private constructor(
-    private readonly server: http.Server,
-    private readonly target: URL,
-  ) {}
+  private constructor(private readonly target: URL) {}
 
   static async start(target: string): Promise<FaultServer> {
-    const server = http.createServer();
-    const fs = new FaultServer(server, new URL(target));
-    server.on("request", (req, res) => fs.handle(req, res));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const fs = new FaultServer(new URL(target));
+    fs.listening = await listenHttp(
+      (req, res) => fs.handle(req, res),
+      () => fs.agent.destroy(),
+    );
     return fs;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.listening.url;
   }
 
   /** Recorded requests of one verb. */
@@ -68,9 +69,7 @@ export class FaultServer {
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    this.agent.destroy();
-    await new Promise((r) => this.server.close(r));
+    await this.listening.close();
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -85,7 +84,7 @@ export class FaultServer {
     this.requests.push(rec);
     const fault = this.onRequest?.(rec);
     if (!fault) {
-      this.forward(req, res);
+      forward(req, res, this.target, { agent: this.agent });
       return;
     }
     req.resume();
@@ -105,37 +104,9 @@ export class FaultServer {
       res.end(text);
     }
   }
-
-  private forward(req: IncomingMessage, res: ServerResponse): void {
-    const up = http.request(
-      {
-        hostname: this.target.hostname,
-        port: this.target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-        agent: this.agent,
-      },
-      (upRes) => {
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-        res.on("close", () => upRes.destroy());
-      },
-    );
-    up.on("error", () => res.destroy());
-    req.pipe(up);
-  }
 }
 
 /** A metav1.Status body. */
-export function statusBody(code: number, reason: string, message: string): object {
-  return {
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason,
-    code,
-  };
+export function statusBody(code: number, reason: StatusReason, message: string): object {
+  return failure(code, reason, message).status;
 }

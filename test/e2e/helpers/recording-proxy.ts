@@ -3,8 +3,7 @@
  * what the client sent (method, URL, Content-Type): to see what kubectl puts on the
  * wire, e.g. protobuf bodies.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { forward, listenHttp } from "../../helpers/httpproxy.ts";
 
 export interface RecordedRequest {
   method: string;
@@ -22,37 +21,13 @@ export interface RecordingProxy {
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const upstream = new URL(target);
   const requests: RecordedRequest[] = [];
-  const server = http.createServer((req, res) => {
+  const { url, close } = await listenHttp((req, res) => {
     requests.push({
       method: req.method ?? "",
       url: req.url ?? "",
       contentType: req.headers["content-type"],
     });
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
-    out.on("error", () => res.destroy());
-    res.on("close", () => out.destroy());
-    req.pipe(out);
+    forward(req, res, upstream);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { url, requests, close };
 }

@@ -20,8 +20,9 @@
  * content, so a test can tell whether a write changed anything.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import type { KubeObject } from "../../../src/api/meta.ts";
+import { failure, type StatusReason } from "../../../src/api/status.ts";
+import { forward, listenHttp } from "../../helpers/httpproxy.ts";
 
 export interface FaultPlan {
   /** Seed of the random choices (same seed, same sequence of choices). */
@@ -116,18 +117,6 @@ export function resourceOf(method: string, path: string): string {
   return rest[0] ?? "";
 }
 
-function statusBody(code: number, reason: string, message: string): string {
-  return JSON.stringify({
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason,
-    code,
-  });
-}
-
 /**
  * Starts a proxy to `target` injecting `plan`'s faults into requests whose
  * User-Agent contains `subjectAgent`.
@@ -153,75 +142,71 @@ export async function startFaultProxy(
   const watches = new Set<http.ServerResponse>();
   const chance = (p: number | undefined) => (p ?? 0) > 0 && random() < (p ?? 0);
 
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://proxy");
-    const isWatch =
-      url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
-    const isWrite = WRITE_METHODS.has(req.method ?? "");
-    const subject = (req.headers["user-agent"] ?? "").includes(subjectAgent);
-    const fail = (code: number, reason: string, message: string) => {
-      req.resume();
-      res.writeHead(code, { "content-type": "application/json" });
-      res.end(statusBody(code, reason, message));
-    };
-    if (subject && chance(rates.error500)) {
-      injected.error500++;
-      return fail(500, "InternalError", "injected: internal error");
-    }
-    if (subject && isWrite && chance(rates.conflict409)) {
-      injected.conflict409++;
-      return fail(
-        409,
-        "Conflict",
-        "injected: the object has been modified; please apply your changes to the latest version and try again",
-      );
-    }
-    if (
-      subject &&
-      isWatch &&
-      url.searchParams.get("resourceVersion") &&
-      chance(rates.expireResume)
-    ) {
-      injected.expireResume++;
-      return fail(410, "Expired", "injected: too old resource version");
-    }
-    const loseAnswer = subject && isWrite && chance(rates.lostAnswer);
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
+  const proxy = await listenHttp(
+    (req, res) => {
+      const url = new URL(req.url ?? "/", "http://proxy");
+      const isWatch =
+        url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
+      const isWrite = WRITE_METHODS.has(req.method ?? "");
+      const subject = (req.headers["user-agent"] ?? "").includes(subjectAgent);
+      const fail = (code: number, reason: StatusReason, message: string) => {
+        req.resume();
+        res.writeHead(code, { "content-type": "application/json" });
+        res.end(JSON.stringify(failure(code, reason, message).status));
+      };
+      if (subject && chance(rates.error500)) {
+        injected.error500++;
+        return fail(500, "InternalError", "injected: internal error");
+      }
+      if (subject && isWrite && chance(rates.conflict409)) {
+        injected.conflict409++;
+        return fail(
+          409,
+          "Conflict",
+          "injected: the object has been modified; please apply your changes to the latest version and try again",
+        );
+      }
+      if (
+        subject &&
+        isWatch &&
+        url.searchParams.get("resourceVersion") &&
+        chance(rates.expireResume)
+      ) {
+        injected.expireResume++;
+        return fail(410, "Expired", "injected: too old resource version");
+      }
+      const loseAnswer = subject && isWrite && chance(rates.lostAnswer);
+      forward(req, res, upstream, {
         agent,
-      },
-      (up) => {
-        const code = up.statusCode ?? 502;
-        if (isWatch && code === 200) {
-          relayWatch(up, res, subject);
-          return;
-        }
-        const chunks: Buffer[] = [];
-        up.on("data", (c: Buffer) => chunks.push(c));
-        up.on("error", () => res.destroy());
-        up.on("end", () => {
-          const body = Buffer.concat(chunks);
-          if (isWrite && code >= 200 && code < 300) {
-            record(req.method ?? "", url.pathname, body, subject, loseAnswer);
+        onResponse: (up) => {
+          const code = up.statusCode ?? 502;
+          if (isWatch && code === 200) {
+            relayWatch(up, res, subject);
+            return;
           }
-          if (loseAnswer) {
-            injected.lostAnswer++;
-            return fail(500, "InternalError", "injected: the answer was lost");
-          }
-          res.writeHead(code, up.headers);
-          res.end(body);
-        });
-      },
-    );
-    out.on("error", () => res.destroy());
-    res.on("close", () => out.destroy());
-    req.pipe(out);
-  });
+          const chunks: Buffer[] = [];
+          up.on("data", (c: Buffer) => chunks.push(c));
+          up.on("error", () => res.destroy());
+          up.on("end", () => {
+            const body = Buffer.concat(chunks);
+            if (isWrite && code >= 200 && code < 300) {
+              record(req.method ?? "", url.pathname, body, subject, loseAnswer);
+            }
+            if (loseAnswer) {
+              injected.lostAnswer++;
+              return fail(500, "InternalError", "injected: the answer was lost");
+            }
+            res.writeHead(code, up.headers);
+            res.end(body);
+          });
+        },
+      });
+    },
+    () => {
+      if (cutTimer) clearInterval(cutTimer);
+      agent.destroy();
+    },
+  );
 
   function record(
     method: string,
@@ -293,22 +278,14 @@ export async function startFaultProxy(
   };
   scheduleCuts();
 
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: proxy.url,
     writes,
     injected,
     setPlan(next) {
       Object.assign(rates, next);
       if (next.cutWatchEveryMs !== undefined) scheduleCuts();
     },
-    close: () =>
-      new Promise<void>((r) => {
-        if (cutTimer) clearInterval(cutTimer);
-        server.close(() => r());
-        server.closeAllConnections();
-        agent.destroy();
-      }),
+    close: proxy.close,
   };
 }
