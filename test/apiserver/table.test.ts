@@ -310,6 +310,8 @@ describe("kubectl prints Tables", () => {
 
   it("kubectl get: default columns, -o wide, -A and --show-labels", async () => {
     const reg = createBuiltinRegistry();
+    // Ages in whole minutes, half a minute from a boundary: kubectl's rendering of them
+    // holds however long the commands take to start on a loaded machine.
     const now = Date.now();
     const at = (s: number) => new Date(now - s * 1000).toISOString().replace(/\.\d+Z$/, "Z");
     const lists = new Map<string, KubeObject[]>([
@@ -322,7 +324,7 @@ describe("kubectl prints Tables", () => {
             metadata: {
               name: "one",
               namespace: "default",
-              creationTimestamp: at(30),
+              creationTimestamp: at(1830),
               labels: { app: "web" },
             },
             data: { a: "1" },
@@ -341,14 +343,14 @@ describe("kubectl prints Tables", () => {
           {
             apiVersion: "v1",
             kind: "Event",
-            metadata: { name: "ev1", namespace: "default", creationTimestamp: at(100) },
+            metadata: { name: "ev1", namespace: "default", creationTimestamp: at(1530) },
             involvedObject: { kind: "Pod", name: "web-1", namespace: "default" },
             reason: "Pulled",
             message: "pulled image",
             type: "Normal",
             source: { component: "kubelet" },
-            firstTimestamp: at(100),
-            lastTimestamp: at(100),
+            firstTimestamp: at(1530),
+            lastTimestamp: at(1530),
             count: 2,
           },
         ],
@@ -359,14 +361,14 @@ describe("kubectl prints Tables", () => {
     const get = await s.kubectl(["get", "configmaps"]);
     expect(get.stderr).toBe("");
     expect(get.stdout.split("\n")[0].split(/\s+/)).toEqual(["NAME", "DATA", "AGE"]);
-    expect(get.stdout.split("\n")[1].split(/\s+/)).toEqual(["one", "1", "30s"]);
+    expect(get.stdout.split("\n")[1].split(/\s+/)).toEqual(["one", "1", "30m"]);
     const all = await s.kubectl(["get", "cm", "-A", "--show-labels"]);
     const lines = all.stdout
       .trim()
       .split("\n")
       .map((l) => l.split(/\s+/));
     expect(lines[0]).toEqual(["NAMESPACE", "NAME", "DATA", "AGE", "LABELS"]);
-    expect(lines[1]).toEqual(["default", "one", "1", "30s", "app=web"]);
+    expect(lines[1]).toEqual(["default", "one", "1", "30m", "app=web"]);
     expect(lines[2]).toEqual(["other", "two", "2", "120m", "<none>"]);
     const ev = await s.kubectl(["get", "events"]);
     expect(ev.stdout.split("\n")[0].split(/\s{2,}/)).toEqual([
@@ -377,7 +379,7 @@ describe("kubectl prints Tables", () => {
       "MESSAGE",
     ]);
     expect(ev.stdout.split("\n")[1].split(/\s{2,}/)).toEqual([
-      "100s",
+      "25m",
       "Normal",
       "Pulled",
       "pod/web-1",
