@@ -17,13 +17,12 @@ import type { DoctorReport } from "../../src/cli/inspect/diagnose.ts";
 import { updateStatusIfChanged } from "../../src/runtime/helpers/status.ts";
 import { RECONCILE_STATS_ANNOTATION } from "../../src/runtime/index.ts";
 import { microTime } from "../../src/runtime/leaderelection.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
+import type { Manager } from "../../src/runtime/manager.ts";
 import { matching } from "../../src/runtime/predicates.ts";
 import { TerminalError } from "../../src/runtime/reconciler.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { runCli, WIDGET, widget, widgetCrd } from "./helpers.ts";
+import { startForFile } from "../helpers/testserver.ts";
+import { electedManager, runCli, startWidgetEnv, WIDGET, widget } from "./helpers.ts";
 
 /** Doctor samples writes for seconds; several runs on a loaded machine. */
 const TEST_TIMEOUT_MS = 90_000;
@@ -38,17 +37,11 @@ function check(report: DoctorReport, name: string) {
 }
 
 describe("setpoint doctor on a quiet cluster", () => {
-  let env: TestEnv;
+  const env = startForFile(startWidgetEnv);
   let mgr: Manager;
 
   beforeAll(async () => {
-    env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
-    mgr = new Manager({
-      client: env.client,
-      logger: silentLogger(),
-      identity: "calm-pod",
-      leaderElection: { id: "calm-controller", namespace: "kube-system" },
-    });
+    mgr = electedManager(env.client, "calm-pod", "calm-controller");
     // Stamps observedGeneration, writing status only when it changes.
     mgr
       .controller("calm")
@@ -66,7 +59,6 @@ describe("setpoint doctor on a quiet cluster", () => {
 
   afterAll(async () => {
     await mgr?.stop();
-    await env?.stop();
   });
 
   it(
@@ -78,17 +70,9 @@ describe("setpoint doctor on a quiet cluster", () => {
         const w = await env.client.get<Widget>(WIDGET, "w", "default");
         return w.status?.observedGeneration === 2;
       });
-      const j = await runCli([
-        "doctor",
-        "-o",
-        "json",
-        "--sample",
-        "1s",
-        "--lag-threshold",
-        "0",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const j = await runCli(["doctor", "-o", "json", "--sample", "1s", "--lag-threshold", "0"], {
+        kubeconfig: env.kubeconfigPath,
+      });
       expect(j.code, j.stdout + j.stderr).toBe(0);
       const report = JSON.parse(j.stdout) as DoctorReport;
       expect(report.healthy).toBe(true);
@@ -105,7 +89,7 @@ describe("setpoint doctor on a quiet cluster", () => {
         { namespace: "kube-system", name: "calm-controller", holder: "calm-pod", state: "live" },
       ]);
 
-      const t = await runCli(["doctor", "--sample", "1s", "--kubeconfig", env.kubeconfigPath]);
+      const t = await runCli(["doctor", "--sample", "1s"], { kubeconfig: env.kubeconfigPath });
       expect(t.code, t.stdout + t.stderr).toBe(0);
       expect(t.stdout).toMatch(
         /^\[OK\] {3}API server: http:\/\/127\.0\.0\.1:\d+ \(v1\.\d+\.0\+setpoint\): \/livez ok, \/readyz ok/m,
@@ -123,19 +107,13 @@ describe("setpoint doctor on a quiet cluster", () => {
 });
 
 describe("setpoint doctor with planted problems", () => {
-  let env: TestEnv;
+  const env = startForFile(startWidgetEnv);
   let mgr: Manager;
   const ns = "planted";
 
   beforeAll(async () => {
-    env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
     await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
-    mgr = new Manager({
-      client: env.client,
-      logger: silentLogger(),
-      identity: "planted-pod",
-      leaderElection: { id: "planted-controllers", namespace: "kube-system" },
-    });
+    mgr = electedManager(env.client, "planted-pod", "planted-controllers");
     // A hot loop: rewrites status on every pass, which wakes it again.
     mgr
       .controller("hotloop")
@@ -253,25 +231,25 @@ describe("setpoint doctor with planted problems", () => {
 
   afterAll(async () => {
     await mgr?.stop();
-    await env?.stop();
   });
 
   it(
     "finds each problem and exits 1",
     async () => {
-      const r = await runCli([
-        "doctor",
-        "-o",
-        "json",
-        "--sample",
-        "3s",
-        "--lag-threshold",
-        "2s",
-        "--stuck-threshold",
-        "1s",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const r = await runCli(
+        [
+          "doctor",
+          "-o",
+          "json",
+          "--sample",
+          "3s",
+          "--lag-threshold",
+          "2s",
+          "--stuck-threshold",
+          "1s",
+        ],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code, r.stdout + r.stderr).toBe(1);
       const report = JSON.parse(r.stdout) as DoctorReport;
       expect(report.healthy).toBe(false);
@@ -367,17 +345,10 @@ describe("setpoint doctor with planted problems", () => {
   it(
     "prints the same findings for people",
     async () => {
-      const r = await runCli([
-        "doctor",
-        "--sample",
-        "2s",
-        "--lag-threshold",
-        "2s",
-        "--stuck-threshold",
-        "1s",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const r = await runCli(
+        ["doctor", "--sample", "2s", "--lag-threshold", "2s", "--stuck-threshold", "1s"],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code, r.stdout + r.stderr).toBe(1);
       expect(r.stdout).toContain(
         "[FAIL] Controllers: 3 leader Leases: 1 expired, 0 without a leader",

@@ -11,11 +11,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
 import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
+import type { Manager } from "../../src/runtime/manager.ts";
+import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
-import { runCli, runCliOnTerminal, WIDGET, widget, widgetCrd } from "./helpers.ts";
+import { startForFile } from "../helpers/testserver.ts";
+import {
+  electedManager,
+  runCli,
+  runCliOnTerminal,
+  startWidgetEnv,
+  WIDGET,
+  widget,
+} from "./helpers.ts";
 
 /** Several CLI runs on a loaded 2-core machine. */
 const TEST_TIMEOUT_MS = 60_000;
@@ -24,14 +31,19 @@ const LEASE_ID = "widget-controller";
 const HANDLED = "example.com/cleanup";
 const ABANDONED = "example.com/left-behind";
 
-let env: TestEnv;
+const env = startForFile(startWidgetEnv);
 let mgr: Manager;
-let seq = 0;
+/** Creates `obj` and deletes it: held by its finalizers, it stays, in deletion. */
+async function stuck(obj: KubeObject): Promise<KubeObject> {
+  const created = await env.client.create(obj);
+  const type = { apiVersion: obj.apiVersion ?? "", kind: obj.kind ?? "" };
+  await env.client.delete(type, obj.metadata.name ?? "", obj.metadata.namespace);
+  return created;
+}
 
-async function namespace(): Promise<string> {
-  const name = `f${++seq}-${Date.now().toString(36)}`;
-  await env.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
-  return name;
+/** A ConfigMap held by `finalizers`. */
+function configMap(name: string, ns: string, finalizers: string[]): KubeObject {
+  return { ...CM, metadata: { name, namespace: ns, finalizers } };
 }
 
 async function events(ns: string): Promise<KubeObject[]> {
@@ -40,14 +52,8 @@ async function events(ns: string): Promise<KubeObject[]> {
 }
 
 beforeAll(async () => {
-  env = await startTestEnv({ crds: [widgetCrd()], controllers: false }); // planted states stay put
   // A controller that declares HANDLED but is slow to clean up: it never removes it.
-  mgr = new Manager({
-    client: env.client,
-    logger: silentLogger(),
-    identity: "pod-a",
-    leaderElection: { id: LEASE_ID, namespace: "kube-system" },
-  });
+  mgr = electedManager(env.client, "pod-a", LEASE_ID);
   mgr
     .controller("widgets")
     .for(WIDGET)
@@ -59,27 +65,18 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mgr?.stop();
-  await env?.stop();
 });
 
 describe("setpoint finalizers list", () => {
   it(
     "finds stuck objects of built-in and custom kinds, handled or abandoned",
     async () => {
-      const ns = await namespace();
-      await env.client.create(widget("w1", ns, { finalizers: [HANDLED, ABANDONED] }));
-      await env.client.delete(WIDGET, "w1", ns);
-      await env.client.create({
-        ...CM,
-        metadata: { name: "c1", namespace: ns, finalizers: [ABANDONED] },
-      });
-      await env.client.delete(CM, "c1", ns);
-      await env.client.create({
-        ...CM,
-        metadata: { name: "alive", namespace: ns, finalizers: [ABANDONED] },
-      });
+      const ns = await freshNamespace(env.client, "f");
+      await stuck(widget("w1", ns, { finalizers: [HANDLED, ABANDONED] }));
+      await stuck(configMap("c1", ns, [ABANDONED]));
+      await env.client.create(configMap("alive", ns, [ABANDONED]));
 
-      const r = await runCli(["finalizers", "list", "-n", ns, "--kubeconfig", env.kubeconfigPath]);
+      const r = await runCli(["finalizers", "list", "-n", ns], { kubeconfig: env.kubeconfigPath });
       expect(r.code, r.stderr).toBe(0);
       const lines = r.stdout.split("\n");
       expect(lines[0]).toMatch(/^KIND\s+NAMESPACE\/NAME\s+AGE\s+FINALIZERS$/);
@@ -92,16 +89,9 @@ describe("setpoint finalizers list", () => {
       expect(r.stdout).toMatch(new RegExp(`ConfigMap\\s+${ns}/c1\\s`));
       expect(r.stdout).not.toContain("alive");
 
-      const j = await runCli([
-        "finalizers",
-        "list",
-        "-n",
-        ns,
-        "-o",
-        "json",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const j = await runCli(["finalizers", "list", "-n", ns, "-o", "json"], {
+        kubeconfig: env.kubeconfigPath,
+      });
       expect(j.code, j.stderr).toBe(0);
       const doc = JSON.parse(j.stdout) as {
         items: {
@@ -125,16 +115,9 @@ describe("setpoint finalizers list", () => {
       ]);
       expect(byName.get("c1")?.finalizers.map((f) => f.state)).toEqual(["abandoned"]);
 
-      const old = await runCli([
-        "finalizers",
-        "list",
-        "-n",
-        ns,
-        "--older-than",
-        "1h",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const old = await runCli(["finalizers", "list", "-n", ns, "--older-than", "1h"], {
+        kubeconfig: env.kubeconfigPath,
+      });
       expect(old.code, old.stderr).toBe(0);
       expect(old.stdout).toBe("No object has been in deletion for 1h or longer.\n");
     },
@@ -142,14 +125,9 @@ describe("setpoint finalizers list", () => {
   );
 
   it("rejects bad flags with exit code 2", async () => {
-    const r = await runCli([
-      "finalizers",
-      "list",
-      "--older-than",
-      "soon",
-      "--kubeconfig",
-      env.kubeconfigPath,
-    ]);
+    const r = await runCli(["finalizers", "list", "--older-than", "soon"], {
+      kubeconfig: env.kubeconfigPath,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--older-than must be a duration");
   });
@@ -159,20 +137,12 @@ describe("setpoint finalizers clear", () => {
   it(
     "refuses without a terminal and without --yes, changing nothing",
     async () => {
-      const ns = await namespace();
-      await env.client.create(widget("w", ns, { finalizers: [ABANDONED] }));
-      await env.client.delete(WIDGET, "w", ns);
-      const r = await runCli([
-        "finalizers",
-        "clear",
-        "widgets.example.com/w",
-        "-n",
-        ns,
-        "--finalizer",
-        ABANDONED,
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const ns = await freshNamespace(env.client, "f");
+      await stuck(widget("w", ns, { finalizers: [ABANDONED] }));
+      const r = await runCli(
+        ["finalizers", "clear", "widgets.example.com/w", "-n", ns, "--finalizer", ABANDONED],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("stdin is not a terminal; pass --yes");
       // It showed what it would have done.
@@ -190,12 +160,8 @@ describe("setpoint finalizers clear", () => {
   it(
     "asks on a terminal: no changes nothing, yes removes",
     async () => {
-      const ns = await namespace();
-      await env.client.create({
-        ...CM,
-        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
-      });
-      await env.client.delete(CM, "c", ns);
+      const ns = await freshNamespace(env.client, "f");
+      await stuck(configMap("c", ns, [ABANDONED]));
       const args = [
         "finalizers",
         "clear",
@@ -225,25 +191,13 @@ describe("setpoint finalizers clear", () => {
   it(
     "records the Event on the Namespace when the object's namespace is being deleted",
     async () => {
-      const ns = await namespace();
-      await env.client.create({
-        ...CM,
-        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
-      });
-      await env.client.delete(CM, "c", ns);
+      const ns = await freshNamespace(env.client, "f");
+      await stuck(configMap("c", ns, [ABANDONED]));
       await env.client.delete({ apiVersion: "v1", kind: "Namespace" }, ns);
-      const r = await runCli([
-        "finalizers",
-        "clear",
-        "cm/c",
-        "-n",
-        ns,
-        "--finalizer",
-        ABANDONED,
-        "--yes",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const r = await runCli(
+        ["finalizers", "clear", "cm/c", "-n", ns, "--finalizer", ABANDONED, "--yes"],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain(`recorded on Namespace ${ns} instead`);
       expect(isNotFound(await env.client.get(CM, "c", ns).catch((e: unknown) => e))).toBe(true);
@@ -263,23 +217,11 @@ describe("setpoint finalizers clear", () => {
   it(
     "removes an abandoned finalizer, keeps the others, and records who did it",
     async () => {
-      const ns = await namespace();
-      await env.client.create(widget("w", ns, { finalizers: [HANDLED, ABANDONED] }));
-      await env.client.delete(WIDGET, "w", ns);
+      const ns = await freshNamespace(env.client, "f");
+      await stuck(widget("w", ns, { finalizers: [HANDLED, ABANDONED] }));
       const r = await runCli(
-        [
-          "finalizers",
-          "clear",
-          "wd/w",
-          "-n",
-          ns,
-          "--finalizer",
-          ABANDONED,
-          "--yes",
-          "--kubeconfig",
-          env.kubeconfigPath,
-        ],
-        { user: "alice" },
+        ["finalizers", "clear", "wd/w", "-n", ns, "--finalizer", ABANDONED, "--yes"],
+        { user: "alice", kubeconfig: env.kubeconfigPath },
       );
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain(
@@ -310,21 +252,12 @@ describe("setpoint finalizers clear", () => {
   it(
     "warns loudly when a live controller declares the finalizer, and the object goes with its last one",
     async () => {
-      const ns = await namespace();
-      const created = await env.client.create(widget("w", ns, { finalizers: [HANDLED] }));
-      await env.client.delete(WIDGET, "w", ns);
-      const r = await runCli([
-        "finalizers",
-        "clear",
-        "Widget/w",
-        "-n",
-        ns,
-        "--finalizer",
-        HANDLED,
-        "--yes",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const ns = await freshNamespace(env.client, "f");
+      const created = await stuck(widget("w", ns, { finalizers: [HANDLED] }));
+      const r = await runCli(
+        ["finalizers", "clear", "Widget/w", "-n", ns, "--finalizer", HANDLED, "--yes"],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain(
         `WARNING: ${HANDLED} is declared by a LIVE controller (${LEASE_ID}, leader pod-a)`,
@@ -345,25 +278,17 @@ describe("setpoint finalizers clear", () => {
   it(
     "clears a Namespace's spec finalizer through /finalize",
     async () => {
-      const ns = await namespace();
+      const ns = await freshNamespace(env.client, "f");
       await env.client.delete({ apiVersion: "v1", kind: "Namespace" }, ns);
-      const list = await runCli(["finalizers", "list", "--kubeconfig", env.kubeconfigPath]);
+      const list = await runCli(["finalizers", "list"], { kubeconfig: env.kubeconfigPath });
       expect(list.stdout).toMatch(
         new RegExp(
           `Namespace\\s+${ns}\\s+\\S+\\s+kubernetes \\[spec.finalizers\\] \\(built-in: namespace controller; NOT RUNNING: no live setpoint-controller-manager Lease\\)`,
         ),
       );
-      const r = await runCli([
-        "finalizers",
-        "clear",
-        "ns",
-        ns,
-        "--finalizer",
-        "kubernetes",
-        "-y",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const r = await runCli(["finalizers", "clear", "ns", ns, "--finalizer", "kubernetes", "-y"], {
+        kubeconfig: env.kubeconfigPath,
+      });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain(`Namespace ${ns} is gone.`);
       await eventually(async () =>
@@ -380,23 +305,12 @@ describe("setpoint finalizers clear", () => {
   it(
     "says what is there when the finalizer is not, and exits 1",
     async () => {
-      const ns = await namespace();
-      await env.client.create({
-        ...CM,
-        metadata: { name: "c", namespace: ns, finalizers: [ABANDONED] },
-      });
-      const r = await runCli([
-        "finalizers",
-        "clear",
-        "cm/c",
-        "-n",
-        ns,
-        "--finalizer",
-        "x.io/nope",
-        "--yes",
-        "--kubeconfig",
-        env.kubeconfigPath,
-      ]);
+      const ns = await freshNamespace(env.client, "f");
+      await env.client.create(configMap("c", ns, [ABANDONED]));
+      const r = await runCli(
+        ["finalizers", "clear", "cm/c", "-n", ns, "--finalizer", "x.io/nope", "--yes"],
+        { kubeconfig: env.kubeconfigPath },
+      );
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(
         `ConfigMap ${ns}/c has no finalizer x.io/nope; its finalizers: ${ABANDONED}`,
@@ -406,12 +320,8 @@ describe("setpoint finalizers clear", () => {
   );
 
   it("does not clobber a concurrent change to the finalizers (the patch's test fails)", async () => {
-    const ns = await namespace();
-    await env.client.create({
-      ...CM,
-      metadata: { name: "c", namespace: ns, finalizers: ["a.io/one", "b.io/two"] },
-    });
-    await env.client.delete(CM, "c", ns);
+    const ns = await freshNamespace(env.client, "f");
+    await stuck(configMap("c", ns, ["a.io/one", "b.io/two"]));
     const read = await env.client.get<KubeObject>(CM, "c", ns);
     const plan = planClear(read, "b.io/two")!;
     // Meanwhile a controller removes the other finalizer.

@@ -8,6 +8,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeObject } from "../../src/api/meta.ts";
+import type { Client } from "../../src/runtime/client.ts";
+import { silentLogger } from "../../src/runtime/log.ts";
+import { Manager } from "../../src/runtime/manager.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SETPOINT_BIN } from "../e2e/helpers/setpoint.ts";
 
 /** Longest a CLI run may take (compiling sources on a loaded machine included). */
@@ -60,11 +64,16 @@ function runWithOwnHome(
 }
 
 /**
- * Runs `setpoint args...` with stdin not a terminal (a pipe, closed at once),
- * its own HOME, and USER=`user`, and waits for it to exit.
+ * Runs `setpoint args...` (then `--kubeconfig <kubeconfig>` when given) with stdin
+ * not a terminal (a pipe, closed at once), its own HOME, and USER=`user`
+ * (default alice), and waits for it to exit.
  */
-export function runCli(args: string[], opts: { user?: string } = {}): Promise<CliResult> {
-  return runWithOwnHome(process.execPath, [SETPOINT_BIN, ...args], opts.user ?? "alice");
+export function runCli(
+  args: string[],
+  opts: { user?: string; kubeconfig?: string } = {},
+): Promise<CliResult> {
+  const all = opts.kubeconfig ? [...args, "--kubeconfig", opts.kubeconfig] : args;
+  return runWithOwnHome(process.execPath, [SETPOINT_BIN, ...all], opts.user ?? "alice");
 }
 
 /** The Widget kind (example.com/v1, namespaced, with a status subresource). */
@@ -93,6 +102,25 @@ export function widgetCrd(): KubeObject {
       ],
     },
   };
+}
+
+/** A test environment serving Widgets and running no built-in controller, so planted states stay put. */
+export function startWidgetEnv(): Promise<TestEnv> {
+  return startTestEnv({ crds: [widgetCrd()], controllers: false });
+}
+
+/**
+ * A Manager of `client`, running as `identity`, whose controllers run while it
+ * holds the Lease kube-system/`leaseId` (what the CLI reads to tell live
+ * controllers); the caller registers controllers and starts it.
+ */
+export function electedManager(client: Client, identity: string, leaseId: string): Manager {
+  return new Manager({
+    client,
+    logger: silentLogger(),
+    identity,
+    leaderElection: { id: leaseId, namespace: "kube-system" },
+  });
 }
 
 /** A Widget object. */
