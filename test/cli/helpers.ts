@@ -13,6 +13,7 @@ import { silentLogger } from "../../src/runtime/log.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SETPOINT_BIN } from "../e2e/helpers/setpoint.ts";
+import { schemalessCrd } from "../helpers/crd.ts";
 
 /** Longest a CLI run may take (compiling sources on a loaded machine included). */
 export const CLI_TIMEOUT_MS = 60_000;
@@ -81,27 +82,7 @@ export const WIDGET = { apiVersion: "example.com/v1", kind: "Widget" } as const;
 
 /** The CustomResourceDefinition of Widgets. */
 export function widgetCrd(): KubeObject {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: "widgets.example.com" },
-    spec: {
-      group: "example.com",
-      scope: "Namespaced",
-      names: { plural: "widgets", singular: "widget", kind: "Widget", shortNames: ["wd"] },
-      versions: [
-        {
-          name: "v1",
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          schema: {
-            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-          },
-        },
-      ],
-    },
-  };
+  return schemalessCrd("widgets", "Widget", { shortNames: ["wd"], subresources: { status: {} } });
 }
 
 /** A test environment serving Widgets and running no built-in controller, so planted states stay put. */

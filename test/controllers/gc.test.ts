@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
 import type { GarbageCollector } from "../../src/controllers/index.ts";
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
+import { schemalessCrd } from "../helpers/crd.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { sleep } from "../helpers/poll.ts";
 import { startForFile } from "../helpers/testserver.ts";
@@ -14,7 +15,6 @@ import {
   CM,
   clearFinalizers,
   configMap,
-  crd,
   EVENT,
   eventually,
   find,
@@ -227,8 +227,11 @@ describe("garbage collector", () => {
   });
 
   it("follows kinds added after it started: custom resources as owners and dependents", async () => {
-    await installCrd(env.client, crd("widgets", "Widget"));
-    await installCrd(env.client, crd("clusterthings", "ClusterThing", "Cluster"));
+    await installCrd(env.client, schemalessCrd("widgets", "Widget"));
+    await installCrd(
+      env.client,
+      schemalessCrd("clusterthings", "ClusterThing", { scope: "Cluster" }),
+    );
     const WIDGET = { apiVersion: "example.com/v1", kind: "Widget" };
     const THING = { apiVersion: "example.com/v1", kind: "ClusterThing" };
     const ns = await freshNamespace(env.client);
@@ -272,7 +275,7 @@ describe("garbage collector", () => {
         .map((h) => `${h.apiVersion}/${h.kind}`);
     // Built-in kinds are monitored by informers of the shared cache, health-checked by the manager.
     expect(monitored()).toContain("v1/ConfigMap");
-    await installCrd(env.client, crd("gadgets", "Gadget"));
+    await installCrd(env.client, schemalessCrd("gadgets", "Gadget"));
     await eventually(
       () => monitored().includes("example.com/v1/Gadget"),
       "a monitor for the new kind",

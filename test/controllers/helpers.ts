@@ -102,31 +102,3 @@ export async function startControllers(
   await cm.start();
   return cm;
 }
-
-/** A CustomResourceDefinition of a schemaless kind in group example.com. */
-export function crd(
-  plural: string,
-  kind: string,
-  scope: "Namespaced" | "Cluster" = "Namespaced",
-): KubeObject {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.example.com` },
-    spec: {
-      group: "example.com",
-      scope,
-      names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
-      versions: [
-        {
-          name: "v1",
-          served: true,
-          storage: true,
-          schema: {
-            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-          },
-        },
-      ],
-    },
-  };
-}

@@ -12,13 +12,13 @@ import {
 } from "../../src/controllers/namespace.ts";
 import { isForbidden } from "../../src/runtime/index.ts";
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
+import { schemalessCrd } from "../helpers/crd.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { startForFile } from "../helpers/testserver.ts";
 import {
   CM,
   clearFinalizers,
   configMap,
-  crd,
   eventually,
   find,
   gone,
@@ -106,7 +106,7 @@ describe("namespace controller", () => {
     await eventually(() => gone(env.client, NS, ns), "namespace removed");
   });
   it("deletes custom resources in the namespace, waiting on their finalizers", async () => {
-    await installCrd(env.client, crd("gadgets", "Gadget"));
+    await installCrd(env.client, schemalessCrd("gadgets", "Gadget"));
     const GADGET = { apiVersion: "example.com/v1", kind: "Gadget" };
     const ns = await freshNamespace(env.client);
     for (let i = 0; i < 3; i++) {

@@ -4,6 +4,7 @@ import { Client } from "../../src/runtime/client.ts";
 import { preferredResources } from "../../src/runtime/discovery.ts";
 import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
 import { installCrd } from "../../src/testenv/testenv.ts";
+import { schemalessCrd } from "../helpers/crd.ts";
 import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
@@ -12,30 +13,13 @@ const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };
 const WORKER = { apiVersion: "example.com/v1", kind: "Worker" };
 
-const WORKERS_CRD: KubeObject = {
-  apiVersion: "apiextensions.k8s.io/v1",
-  kind: "CustomResourceDefinition",
-  metadata: { name: "workers.example.com" },
-  spec: {
-    group: "example.com",
-    scope: "Namespaced",
-    names: { plural: "workers", singular: "worker", kind: "Worker", shortNames: ["wk"] },
-    versions: [
-      {
-        name: "v1",
-        served: true,
-        storage: true,
-        subresources: {
-          status: {},
-          scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas" },
-        },
-        schema: {
-          openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-        },
-      },
-    ],
+const WORKERS_CRD = schemalessCrd("workers", "Worker", {
+  shortNames: ["wk"],
+  subresources: {
+    status: {},
+    scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas" },
   },
-};
+});
 
 const env = startForFile(startTestServer);
 
