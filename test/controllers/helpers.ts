@@ -1,7 +1,7 @@
 /**
- * Shared pieces of the built-in controller tests: a real apiserver (startTestEnv:
- * in-process, over HTTP), controller managers with short intervals, objects with
- * owner references, and polling for an expected state.
+ * Shared pieces of the built-in controller tests (which run against startTestEnv
+ * without its built-in controllers): controller managers with short intervals,
+ * objects with owner references, and polling with the controllers' longer wait.
  */
 import type { KubeObject, OwnerReference } from "../../src/api/meta.ts";
 import {

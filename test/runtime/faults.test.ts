@@ -37,6 +37,7 @@ import { divergence } from "./faults/divergence.ts";
 import {
   type FaultCounts,
   type FaultProxy,
+  noFaults,
   seededRandom,
   startFaultProxy,
 } from "./faults/proxy.ts";
@@ -65,14 +66,7 @@ const PLAN = {
 };
 
 const TEAMS = ["red", "blue", "green"];
-const totals: FaultCounts = {
-  error500: 0,
-  conflict409: 0,
-  lostAnswer: 0,
-  expireResume: 0,
-  loseEvent: 0,
-  cutWatch: 0,
-};
+const totals = noFaults();
 
 function startController(url: string): { mgr: Manager; client: Client } {
   const client = new Client({ server: url, userAgent: SUBJECT_AGENT, timeoutMs: 2_000 });

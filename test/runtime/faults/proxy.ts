@@ -74,6 +74,18 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
+/** Counts with nothing injected yet. */
+export function noFaults(): FaultCounts {
+  return {
+    error500: 0,
+    conflict409: 0,
+    lostAnswer: 0,
+    expireResume: 0,
+    loseEvent: 0,
+    cutWatch: 0,
+  };
+}
+
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** A small, fast seeded generator (mulberry32) returning numbers in [0, 1). */
@@ -131,14 +143,7 @@ export async function startFaultProxy(
   const random = seededRandom(plan.seed);
   const rates = { ...plan };
   const writes: CommittedWrite[] = [];
-  const injected: FaultCounts = {
-    error500: 0,
-    conflict409: 0,
-    lostAnswer: 0,
-    expireResume: 0,
-    loseEvent: 0,
-    cutWatch: 0,
-  };
+  const injected = noFaults();
   const watches = new Set<http.ServerResponse>();
   const chance = (p: number | undefined) => (p ?? 0) > 0 && random() < (p ?? 0);
 
