@@ -114,6 +114,23 @@ afterEach(async () => {
   for (const p of proxies.splice(0)) await p.close();
 });
 
+/**
+ * A started informer of the ConfigMaps in `ns` whose client reaches the server
+ * through a fault proxy, synced and watching, with a Shadow fed by its events.
+ */
+async function watchedThroughProxy(ns: string) {
+  const proxy = await FaultProxy.start(env.url);
+  proxies.push(proxy);
+  const client = env.newClient({ server: proxy.url });
+  const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
+  const shadow = new Shadow();
+  inf.addEventHandler(shadow);
+  run(inf);
+  await inf.waitForSync();
+  await eventually(() => inf.health().watching, "watching");
+  return { proxy, client, inf, shadow };
+}
+
 describe("Informer", () => {
   it("lists then watches, and hands out frozen objects through get, list and indexes", async () => {
     const ns = await freshNamespace(env.client, "inf");
@@ -186,15 +203,7 @@ describe("Informer", () => {
   it("resumes after a dropped connection from the last version, without a re-list", async () => {
     const ns = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 5; i++) await env.client.create(cm(`o${i}`, ns, { v: "0" }));
-    const proxy = await FaultProxy.start(env.url);
-    proxies.push(proxy);
-    const client = env.newClient({ server: proxy.url });
-    const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
-    const shadow = new Shadow();
-    inf.addEventHandler(shadow);
-    run(inf);
-    await inf.waitForSync();
-    await eventually(() => inf.health().watching, "watching");
+    const { proxy, client, inf, shadow } = await watchedThroughProxy(ns);
 
     for (let round = 0; round < 3; round++) {
       proxy.block();
@@ -225,15 +234,7 @@ describe("Informer", () => {
   it("survives compaction: a 410 re-lists and reconciles the copy without losing or repeating a change", async () => {
     const ns = await freshNamespace(env.client, "inf");
     for (let i = 0; i < 6; i++) await env.client.create(cm(`k${i}`, ns, { v: "0" }));
-    const proxy = await FaultProxy.start(env.url);
-    proxies.push(proxy);
-    const client = env.newClient({ server: proxy.url });
-    const inf = new Informer<ConfigMap>(client, CM, { ...FAST, namespace: ns });
-    const shadow = new Shadow();
-    inf.addEventHandler(shadow);
-    run(inf);
-    await inf.waitForSync();
-    await eventually(() => inf.health().watching, "watching");
+    const { proxy, inf, shadow } = await watchedThroughProxy(ns);
     const listedRv = inf.resourceVersion;
 
     proxy.block();
