@@ -25,6 +25,13 @@ const CM = kind("v1", "ConfigMap");
 const LEASE_MS = 2_000;
 const RENEW_MS = 1_500;
 const RETRY_MS = 200;
+/** Leader election on a Lease in "default" with the short timings above. */
+const ELECTION = {
+  namespace: "default",
+  leaseDurationMs: LEASE_MS,
+  renewDeadlineMs: RENEW_MS,
+  retryPeriodMs: RETRY_MS,
+};
 
 const env = startForFile(startTestServer);
 
@@ -43,14 +50,7 @@ function member(
     client: env.newClient(),
     identity,
     logger: silentLogger(),
-    leaderElection: {
-      id,
-      namespace: "default",
-      leaseDurationMs: LEASE_MS,
-      renewDeadlineMs: RENEW_MS,
-      retryPeriodMs: RETRY_MS,
-      releaseOnCancel: opts.release ?? true,
-    },
+    leaderElection: { ...ELECTION, id, releaseOnCancel: opts.release ?? true },
   });
   const reconciled: string[] = [];
   mgr
@@ -157,13 +157,7 @@ describe("leader election", () => {
       client: env.newClient(),
       identity: "victim",
       logger: silentLogger(),
-      leaderElection: {
-        id,
-        namespace: "default",
-        leaseDurationMs: LEASE_MS,
-        renewDeadlineMs: RENEW_MS,
-        retryPeriodMs: RETRY_MS,
-      },
+      leaderElection: { ...ELECTION, id },
     });
     const seen: string[] = [];
     let stopReason: unknown;
