@@ -212,11 +212,47 @@ export function itemKey(item: unknown, kind: ListKind, items: Schema | undefined
   return result;
 }
 
+/** Keyed-item path elements remembered per key field and value, at most (then forgotten). */
+export const ITEM_KEY_CACHE_SIZE = 10_000;
+
+/**
+ * Path elements of items keyed by one field with a string value, by field name and
+ * value: the same names (a container's, an env variable's) come back in object
+ * after object, and the remembered key is the same string each time.
+ */
+const singleKeyItems = new Map<string, Map<string, ItemKey>>();
+let singleKeyItemCount = 0;
+
+function singleStringKey(name: string, value: string): ItemKey {
+  let byValue = singleKeyItems.get(name);
+  if (byValue === undefined) {
+    byValue = new Map();
+    singleKeyItems.set(name, byValue);
+  }
+  let hit = byValue.get(value);
+  if (hit === undefined) {
+    if (singleKeyItemCount >= ITEM_KEY_CACHE_SIZE) {
+      singleKeyItems.clear();
+      singleKeyItemCount = 0;
+      byValue = new Map();
+      singleKeyItems.set(name, byValue);
+    }
+    hit = { key: keyKey([[name, value]]) };
+    byValue.set(value, hit);
+    singleKeyItemCount++;
+  }
+  return hit;
+}
+
 function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
   if (kind.kind === "map") {
     if (item === null) return { error: "associative list with keys may not have a null element" };
     if (!isJsonObject(item))
       return { error: "associative list with keys may not have non-map elements" };
+    if (kind.keys.length === 1) {
+      const v = getOwn(item, kind.keys[0]);
+      if (typeof v === "string") return singleStringKey(kind.keys[0], v);
+    }
     const fields: [string, unknown][] = [];
     for (const name of kind.keys) {
       const v = getOwn(item, name);
