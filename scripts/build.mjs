@@ -5,15 +5,39 @@
 // bundle when it is newer than every source file, and the sources through tsx
 // otherwise. Runs on `npm install` (prepare) and before `npm start`
 // (`--if-stale`: only when a source file is newer than the bundle).
+//
+// `--outdir DIR --entry NAME=FILE ...` builds other entry points the same way into DIR
+// (which must lie inside this package, so the bundles find its node_modules): the API
+// benchmark runs its server child so, compiled as the command is (bench/lib/child-server.ts).
 import { cpSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { bundleIsFresh } from "./fresh.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = join(root, "dist");
-const staging = join(root, `.dist-${process.pid}`);
+
+const { values } = parseArgs({
+  options: {
+    "if-stale": { type: "boolean", default: false },
+    outdir: { type: "string" },
+    entry: { type: "string", multiple: true },
+  },
+});
+
+const custom = values.entry !== undefined;
+const dist = resolve(values.outdir ?? join(root, "dist"));
+const entryPoints = custom
+  ? Object.fromEntries(
+      values.entry.map((e) => {
+        const eq = e.indexOf("=");
+        if (eq <= 0) throw new Error(`--entry wants NAME=FILE, got ${e}`);
+        return [e.slice(0, eq), resolve(e.slice(eq + 1))];
+      }),
+    )
+  : { setpoint: join(root, "src/cli/main.ts") };
+const staging = join(dirname(dist), `.${basename(dist)}-${process.pid}`);
 
 const common = {
   bundle: true,
@@ -23,26 +47,21 @@ const common = {
   packages: "external",
   sourcemap: "linked",
   logLevel: "warning",
+  outdir: staging,
+  outExtension: { ".js": ".mjs" },
 };
 
-if (process.argv.includes("--if-stale") && bundleIsFresh()) process.exit(0);
+if (values["if-stale"] && !custom && bundleIsFresh()) process.exit(0);
 
 rmSync(staging, { recursive: true, force: true });
 mkdirSync(staging, { recursive: true });
 try {
-  await build({
-    ...common,
-    entryPoints: { setpoint: join(root, "src/cli/main.ts") },
-    outdir: staging,
-    outExtension: { ".js": ".mjs" },
-  });
+  await build({ ...common, entryPoints });
   // The writer thread is started from the bundle's own folder (see
   // src/storage/sqlite/writer-thread-client.ts), already compiled.
   await build({
     ...common,
     entryPoints: { "writer-thread-boot": join(root, "src/storage/sqlite/writer-thread.ts") },
-    outdir: staging,
-    outExtension: { ".js": ".mjs" },
   });
   // Protocol descriptions loaded at run time, relative to the module that reads them.
   cpSync(join(root, "src/storage/etcd/proto"), join(staging, "proto"), { recursive: true });
@@ -51,7 +70,7 @@ try {
     filter: (src) => !src.endsWith(".ts"),
   });
   // Swap in whole, so a concurrent reader never sees half a build.
-  const old = join(root, `.dist-old-${process.pid}`);
+  const old = join(dirname(dist), `.${basename(dist)}-old-${process.pid}`);
   try {
     renameSync(dist, old);
   } catch {

@@ -1,8 +1,12 @@
 /**
  * A server for the API benchmark, run as a child process so that the load the
- * benchmark generates does not share the server's event loop:
+ * benchmark generates does not share the server's event loop. The benchmark runs it
+ * compiled, bundled by scripts/build.mjs as the `setpoint` command is (see
+ * child-server.ts):
  *
- *   node --import tsx --expose-gc bench/lib/api-child.ts api|bare [--tls] [--volatile]
+ *   node --expose-gc <bundle dir>/api-child.mjs api|bare [--tls] [--volatile]
+ *
+ * or from the sources, `node --import tsx --expose-gc bench/lib/api-child.ts ...`.
  *
  * - `api`: the Setpoint apiserver as `setpoint up` runs it (SQLite file in a temp
  *   dir, durable, the built-in types), without authentication; with `--volatile`

@@ -1,12 +1,43 @@
 /**
  * Starting and talking to a benchmark server child process (bench/lib/api-child.ts).
+ *
+ * The child runs compiled, as the `setpoint` command does: bench/lib/api-child.ts is
+ * bundled with esbuild by scripts/build.mjs (with the SQLite writer thread's compiled
+ * entry beside it, as in dist/), once per benchmark process, into a folder of its own
+ * under node_modules/.cache (inside the package, so the bundle finds its dependencies),
+ * removed when the benchmark exits. A server child run through tsx instead would carry
+ * the TypeScript loader in its main thread and again in the writer thread, tens of MiB
+ * that no user's server holds. BENCH_FROM_SOURCE=1 runs the sources through tsx (to
+ * compare).
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ChildStats, FromChild, ToChild } from "./api-child.ts";
 
-const CHILD = join(dirname(fileURLToPath(import.meta.url)), "api-child.ts");
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, "..", "..");
+const SOURCE = join(HERE, "api-child.ts");
+const BUILD = join(ROOT, "scripts", "build.mjs");
+const FROM_SOURCE = process.env.BENCH_FROM_SOURCE === "1";
+
+let compiled: string | undefined;
+
+/** The child's entry: bundled on first use (see the header), or the TypeScript source. */
+function childEntry(): string {
+  if (FROM_SOURCE) return SOURCE;
+  if (compiled) return compiled;
+  const cache = join(ROOT, "node_modules", ".cache");
+  mkdirSync(cache, { recursive: true });
+  const outdir = join(cache, `setpoint-bench-${process.pid}`);
+  execFileSync(process.execPath, [BUILD, "--outdir", outdir, "--entry", `api-child=${SOURCE}`], {
+    stdio: "inherit",
+  });
+  process.once("exit", () => rmSync(outdir, { recursive: true, force: true }));
+  compiled = join(outdir, "api-child.mjs");
+  return compiled;
+}
 /** Longest wait for a child to start listening. */
 export const CHILD_START_TIMEOUT_MS = 60_000;
 
@@ -40,10 +71,9 @@ export class ChildServer {
   /** Forks the child and waits until it listens; `volatile`: SQLite without fsync at commit. */
   static start(mode: ChildMode, opts: { tls: boolean; volatile?: boolean }): Promise<ChildServer> {
     const args = [mode, ...(opts.tls ? ["--tls"] : []), ...(opts.volatile ? ["--volatile"] : [])];
-    const child = fork(CHILD, args, {
+    const child = fork(childEntry(), args, {
       execArgv: [
-        "--import",
-        "tsx",
+        ...(FROM_SOURCE ? ["--import", "tsx"] : []),
         "--expose-gc",
         // BENCH_NODE_ARGS="--trace-gc ...": more node/V8 flags for the server children.
         ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
