@@ -188,6 +188,14 @@ describe("CustomResourceDefinition validation", () => {
     );
   });
 
+  it("refuses conversion webhooks, which this server does not call", () => {
+    const obj = crd();
+    (obj.spec as Record<string, unknown>).conversion = { strategy: "Webhook" };
+    expect(lines(validateCrd(obj))).toContain(
+      "spec.conversion.strategy: Forbidden: conversion webhooks are not supported by this server",
+    );
+  });
+
   it("refuses non-structural schemas with Kubernetes' paths and messages", () => {
     const schema: Schema = {
       type: "object",
