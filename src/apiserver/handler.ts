@@ -41,6 +41,7 @@ import { patchResource } from "./patch.ts";
 import { Query, type RequestUrl, requestUrl } from "./request.ts";
 import { negotiateRenderer } from "./respond.ts";
 import { writeError, writeObject, writeRaw } from "./response.ts";
+import { createReview } from "./review.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
 import { getScale, patchScale, updateScale } from "./scale.ts";
 import { updateResource } from "./update.ts";
@@ -346,6 +347,7 @@ async function serveResource(
     );
   }
 
+  if (def.review) return createReview(scope, def.review);
   if (scope.subresource === "scale") {
     if (verb === "get") return getScale(scope);
     if (verb === "update") return updateScale(scope);

@@ -31,6 +31,8 @@ const PROTO_FILES = [
   "core.proto",
   "coordination.proto",
   "events.proto",
+  "authentication.proto",
+  "authorization.proto",
 ];
 
 const META = "k8s.io.apimachinery.pkg.apis.meta.v1";

@@ -71,6 +71,7 @@ export class WatchCacheSet {
     if (this.#closed) return;
     const wanted = new Set<string>();
     for (const def of this.registry.all()) {
+      if (def.review) continue; // never stored: nothing to watch
       wanted.add(resourcePrefix(def));
       this.forDef(def);
     }

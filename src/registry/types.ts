@@ -130,6 +130,13 @@ export interface ExtraSubresource {
   update(obj: KubeObject, old: KubeObject): KubeObject;
 }
 
+/** Who sent a request, as a review type sees it. */
+export interface Requester {
+  name: string;
+  groups: string[];
+  uid?: string;
+}
+
 export interface ResourceDefinition {
   /** "" for the core group. */
   group: string;
@@ -151,6 +158,11 @@ export interface ResourceDefinition {
    * a success Status. Default: true for custom resources, false otherwise.
    */
   returnDeletedObject?: boolean;
+  /**
+   * Set on a review type (SelfSubjectAccessReview...): create-only, never stored; a
+   * create answers 201 with `review(body, requester, now)`, the body validated first.
+   */
+  review?: (obj: KubeObject, requester: Requester, now: Date) => KubeObject;
 }
 
 /** The verbs a definition serves on its main resource. */

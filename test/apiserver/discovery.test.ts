@@ -174,9 +174,11 @@ describe("aggregated discovery", () => {
     expect(doc.items.map((g: Json) => g.metadata.name)).toEqual([
       "coordination.k8s.io",
       "events.k8s.io",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
       "example.com",
     ]);
-    const ex = doc.items[2];
+    const ex = doc.items[4];
     expect(ex.versions.map((v: Json) => v.version)).toEqual(["v1", "v1beta1"]);
     const w = ex.versions[0].resources[0];
     expect(w.categories).toEqual(["all"]);
@@ -202,9 +204,11 @@ describe("legacy discovery", () => {
     expect(list.groups.map((g: Json) => g.name)).toEqual([
       "coordination.k8s.io",
       "events.k8s.io",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
       "example.com",
     ]);
-    const ex = list.groups[2];
+    const ex = list.groups[4];
     expect(ex.versions).toEqual([
       { groupVersion: "example.com/v1", version: "v1" },
       { groupVersion: "example.com/v1beta1", version: "v1beta1" },

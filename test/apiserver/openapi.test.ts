@@ -144,6 +144,7 @@ describe("openapiV3Document", () => {
 
   it("has paths for every resource and verb, each with its action and GVK", () => {
     for (const def of reg.all()) {
+      if (def.review) continue; // create only: below
       for (const version of def.versions.filter((v) => v.served)) {
         const doc: Json = openapiV3Document(reg, def.group, version.name);
         const prefix = def.group ? `/apis/${def.group}/${version.name}` : `/api/${version.name}`;
@@ -191,6 +192,20 @@ describe("openapiV3Document", () => {
         );
       }
     }
+  });
+
+  it("gives a review type only its create path", () => {
+    const doc: Json = openapiV3Document(reg, "authorization.k8s.io", "v1");
+    const coll = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    expect(Object.keys(doc.paths).filter((p) => p.includes("selfsubjectaccessreviews"))).toEqual([
+      coll,
+    ]);
+    expect(Object.keys(doc.paths[coll]).filter((k) => METHODS.includes(k))).toEqual(["post"]);
+    expect(doc.paths[coll].post["x-kubernetes-group-version-kind"]).toEqual({
+      group: "authorization.k8s.io",
+      version: "v1",
+      kind: "SelfSubjectAccessReview",
+    });
   });
 
   it("names schemas like Kubernetes, tags kinds with their GVK, and resolves every $ref", () => {

@@ -545,7 +545,14 @@ describe("protobuf messages agree with the schemas", () => {
     const root = new protobuf.Root();
     const dir = new URL("../../src/apiserver/protobuf/", import.meta.url).pathname;
     root.loadSync(
-      ["meta.proto", "core.proto", "coordination.proto", "events.proto"].map((f) => join(dir, f)),
+      [
+        "meta.proto",
+        "core.proto",
+        "coordination.proto",
+        "events.proto",
+        "authentication.proto",
+        "authorization.proto",
+      ].map((f) => join(dir, f)),
       { keepCase: true },
     );
     root.resolveAll();
@@ -574,7 +581,7 @@ describe("protobuf messages agree with the schemas", () => {
       compare(root.lookupType(def.protobufMessage), def.versions[0].schema, def.names.kind, true);
       compared++;
     }
-    expect(compared).toBe(7);
+    expect(compared).toBe(10);
     compare(
       root.lookupType("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
       deleteOptionsSchema,

@@ -99,6 +99,16 @@ describe("kubectl 1.32 (default) against the apiserver", () => {
     expect(v.clientVersion.minor).toMatch(/^32\b/);
   });
 
+  it("answers auth whoami and auth can-i (no authorization: everything is allowed)", async () => {
+    const who = JSON.parse(await k.ok(["auth", "whoami", "-o", "json"])) as Json;
+    expect(who.status.userInfo.groups).toContain("system:authenticated");
+    expect(who.status.userInfo.username).toBeTruthy();
+    expect(await k.ok(["auth", "can-i", "delete", "secrets", "-n", "kube-system"])).toBe("yes\n");
+    expect(await k.ok(["auth", "can-i", "get", "/healthz"])).toBe("yes\n");
+    const rules = await k.ok(["auth", "can-i", "--list"]);
+    expect(rules.split("\n")[1]).toMatch(/^\*\.\*\s+\[\]\s+\[\]\s+\[\*\]$/);
+  });
+
   it(
     "gets as table, -o yaml, -o json, -o wide, -A and --show-labels",
     async () => {

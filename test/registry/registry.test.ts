@@ -76,6 +76,9 @@ describe("Registry", () => {
         "leases.coordination.k8s.io",
         "namespaces.",
         "secrets.",
+        "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectreviews.authentication.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io",
         "serviceaccounts.",
       ].sort(),
     );
@@ -94,6 +97,8 @@ describe("Registry", () => {
       { group: "", versions: ["v1"], preferred: "v1" },
       { group: "coordination.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "events.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "authentication.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "authorization.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "example.com", versions: ["v1", "v1beta1", "v2alpha1"], preferred: "v1" },
     ]);
   });

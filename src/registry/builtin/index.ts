@@ -5,6 +5,11 @@ import { coreEventDefinition } from "./core-event.ts";
 import { eventsV1EventDefinition } from "./events-event.ts";
 import { leaseDefinition } from "./lease.ts";
 import { namespaceDefinition } from "./namespace.ts";
+import {
+  selfSubjectAccessReviewDefinition,
+  selfSubjectReviewDefinition,
+  selfSubjectRulesReviewDefinition,
+} from "./reviews.ts";
 import { secretDefinition } from "./secret.ts";
 import { serviceAccountDefinition } from "./serviceaccount.ts";
 
@@ -13,6 +18,11 @@ export { coreEventDefinition } from "./core-event.ts";
 export { eventsV1EventDefinition } from "./events-event.ts";
 export { leaseDefinition } from "./lease.ts";
 export { namespaceDefinition } from "./namespace.ts";
+export {
+  selfSubjectAccessReviewDefinition,
+  selfSubjectReviewDefinition,
+  selfSubjectRulesReviewDefinition,
+} from "./reviews.ts";
 export { secretDefinition } from "./secret.ts";
 export { serviceAccountDefinition } from "./serviceaccount.ts";
 
@@ -26,8 +36,17 @@ export function builtinDefinitions(): ResourceDefinition[] {
     serviceAccountDefinition,
     leaseDefinition,
     eventsV1EventDefinition,
+    selfSubjectReviewDefinition,
+    selfSubjectAccessReviewDefinition,
+    selfSubjectRulesReviewDefinition,
   ];
 }
 
 /** Built-in API groups in Kubernetes' priority order (discovery lists groups this way). */
-export const BUILTIN_GROUP_ORDER: readonly string[] = ["", "coordination.k8s.io", "events.k8s.io"];
+export const BUILTIN_GROUP_ORDER: readonly string[] = [
+  "",
+  "coordination.k8s.io",
+  "events.k8s.io",
+  "authentication.k8s.io",
+  "authorization.k8s.io",
+];

@@ -1,0 +1,325 @@
+/**
+ * The reviews: create-only types that are never stored, whose create answers a
+ * question about the caller. `kubectl auth whoami` creates an
+ * authentication.k8s.io/v1 SelfSubjectReview; `kubectl auth can-i` an
+ * authorization.k8s.io/v1 SelfSubjectAccessReview (`--list`: a
+ * SelfSubjectRulesReview).
+ *
+ * Setpoint authenticates callers but has no authorization layer: every
+ * authenticated caller may do everything, and the access reviews say so.
+ */
+import { type KubeObject, nowTimestamp } from "../../api/meta.ts";
+import type { Schema } from "../../api/schema.ts";
+import type { StatusCause } from "../../api/status.ts";
+import { defineSchema, refSchema } from "../definitions.ts";
+import type { Requester, ResourceDefinition } from "../types.ts";
+import { array, bool, fieldObject, object, str } from "./build.ts";
+import { invalid, required } from "./causes.ts";
+import { kindSchema } from "./meta.ts";
+
+/** Definition-name prefixes of the two groups. */
+export const AUTHENTICATION_V1 = "io.k8s.api.authentication.v1";
+export const AUTHORIZATION_V1 = "io.k8s.api.authorization.v1";
+
+/** The group every authenticated caller belongs to (as in Kubernetes). */
+export const AUTHENTICATED_GROUP = "system:authenticated";
+
+/** Why every access review is allowed. */
+export const ALLOW_ALL_REASON =
+  "Setpoint has no authorization layer: every authenticated user may do everything";
+
+const strings = (description: string): Schema =>
+  array(str(""), description, { listType: "atomic" });
+
+const userInfoSchema = defineSchema(
+  `${AUTHENTICATION_V1}.UserInfo`,
+  object(
+    {
+      groups: strings("The names of groups this user is a part of."),
+      uid: str("A unique value that identifies this user across time."),
+      username: str("The name that uniquely identifies this user among all active users."),
+    },
+    "UserInfo holds the information about the user needed to implement the user.Info interface.",
+  ),
+);
+
+const selfSubjectReviewSchema = kindSchema(
+  `${AUTHENTICATION_V1}.SelfSubjectReview`,
+  "SelfSubjectReview contains the user information that the server has about the user making this request.",
+  {
+    status: refSchema(
+      defineSchema(
+        `${AUTHENTICATION_V1}.SelfSubjectReviewStatus`,
+        object(
+          {
+            userInfo: refSchema(userInfoSchema, "User attributes of the user making this request."),
+          },
+          "SelfSubjectReviewStatus is filled by the server with the user attributes.",
+        ),
+      ),
+      "Status is filled in by the server with the user attributes.",
+    ),
+  },
+);
+
+const resourceAttributesSchema = defineSchema(
+  `${AUTHORIZATION_V1}.ResourceAttributes`,
+  object(
+    {
+      group: str('Group is the API Group of the Resource.  "*" means all.'),
+      name: str('Name is the name of the resource being requested. "" (empty) means all.'),
+      namespace: str(
+        'Namespace is the namespace of the action being requested. "" (empty) means "all" for namespace scoped resources.',
+      ),
+      resource: str('Resource is one of the existing resource types.  "*" means all.'),
+      subresource: str('Subresource is one of the existing resource types.  "" means none.'),
+      verb: str('Verb is a kubernetes resource API verb, like: get, list, create.  "*" means all.'),
+      version: str('Version is the API Version of the Resource.  "*" means all.'),
+    },
+    "ResourceAttributes includes the authorization attributes available for resource requests to the Authorizer interface",
+  ),
+);
+
+const nonResourceAttributesSchema = defineSchema(
+  `${AUTHORIZATION_V1}.NonResourceAttributes`,
+  object(
+    {
+      path: str("Path is the URL path of the request"),
+      verb: str("Verb is the standard HTTP verb"),
+    },
+    "NonResourceAttributes includes the authorization attributes available for non-resource requests to the Authorizer interface",
+  ),
+);
+
+const accessReviewStatusSchema = defineSchema(
+  `${AUTHORIZATION_V1}.SubjectAccessReviewStatus`,
+  object(
+    {
+      allowed: bool("Allowed is required. True if the action would be allowed, false otherwise."),
+      denied: bool("Denied is optional. True if the action would be denied, otherwise false."),
+      evaluationError: str(
+        "EvaluationError is an indication that some error occurred during the authorization check.",
+      ),
+      reason: str("Reason is optional.  It indicates why a request was allowed or denied."),
+    },
+    "SubjectAccessReviewStatus",
+    ["allowed"],
+  ),
+);
+
+const selfSubjectAccessReviewSchema = kindSchema(
+  `${AUTHORIZATION_V1}.SelfSubjectAccessReview`,
+  "SelfSubjectAccessReview checks whether or the current user can perform an action.",
+  {
+    spec: refSchema(
+      defineSchema(
+        `${AUTHORIZATION_V1}.SelfSubjectAccessReviewSpec`,
+        object(
+          {
+            nonResourceAttributes: refSchema(
+              nonResourceAttributesSchema,
+              "NonResourceAttributes describes information for a non-resource access request",
+            ),
+            resourceAttributes: refSchema(
+              resourceAttributesSchema,
+              "ResourceAuthorizationAttributes describes information for a resource access request",
+            ),
+          },
+          "SelfSubjectAccessReviewSpec is a description of the access request.  Exactly one of ResourceAuthorizationAttributes and NonResourceAuthorizationAttributes must be set",
+        ),
+      ),
+      "Spec holds information about the request being evaluated.",
+    ),
+    status: refSchema(
+      accessReviewStatusSchema,
+      "Status is filled in by the server and indicates whether the request is allowed or not",
+    ),
+  },
+  ["spec"],
+);
+
+const rulesSchema = (name: string, description: string, fields: string[]): Schema =>
+  defineSchema(
+    `${AUTHORIZATION_V1}.${name}`,
+    object(Object.fromEntries(fields.map((f) => [f, strings(f)])), description, ["verbs"]),
+  );
+
+const selfSubjectRulesReviewSchema = kindSchema(
+  `${AUTHORIZATION_V1}.SelfSubjectRulesReview`,
+  "SelfSubjectRulesReview enumerates the set of actions the current user can perform within a namespace.",
+  {
+    spec: refSchema(
+      defineSchema(
+        `${AUTHORIZATION_V1}.SelfSubjectRulesReviewSpec`,
+        object(
+          { namespace: str("Namespace to evaluate rules for. Required.") },
+          "SelfSubjectRulesReviewSpec defines the specification for SelfSubjectRulesReview.",
+        ),
+      ),
+      "Spec holds information about the request being evaluated.",
+    ),
+    status: refSchema(
+      defineSchema(
+        `${AUTHORIZATION_V1}.SubjectRulesReviewStatus`,
+        object(
+          {
+            evaluationError: str("EvaluationError can appear in combination with Rules."),
+            incomplete: bool(
+              "Incomplete is true when the rules returned by this call are incomplete.",
+            ),
+            nonResourceRules: array(
+              refSchema(
+                rulesSchema(
+                  "NonResourceRule",
+                  "NonResourceRule holds information that describes a rule for the non-resource",
+                  ["nonResourceURLs", "verbs"],
+                ),
+              ),
+              "NonResourceRules is the list of actions the subject is allowed to perform on non-resources.",
+              { listType: "atomic" },
+            ),
+            resourceRules: array(
+              refSchema(
+                rulesSchema(
+                  "ResourceRule",
+                  "ResourceRule is the list of actions the subject is allowed to perform on resources.",
+                  ["apiGroups", "resourceNames", "resources", "verbs"],
+                ),
+              ),
+              "ResourceRules is the list of actions the subject is allowed to perform on resources.",
+              { listType: "atomic" },
+            ),
+          },
+          "SubjectRulesReviewStatus contains the result of a rules check.",
+          ["resourceRules", "nonResourceRules", "incomplete"],
+        ),
+      ),
+      "Status is filled in by the server and indicates the set of actions a user can perform.",
+    ),
+  },
+  ["spec"],
+);
+
+/** The groups a caller is reported in: its own, and every authenticated caller's. */
+function groupsOf(requester: Requester): string[] {
+  return requester.groups.includes(AUTHENTICATED_GROUP)
+    ? [...requester.groups]
+    : [...requester.groups, AUTHENTICATED_GROUP];
+}
+
+/** The answer keeps the request's metadata and spec, stamped with the time of the review. */
+function answer(obj: KubeObject, now: Date, status: Record<string, unknown>): KubeObject {
+  return {
+    ...obj,
+    metadata: { ...obj.metadata, creationTimestamp: nowTimestamp(now) },
+    status,
+  };
+}
+
+/** Exactly one of resourceAttributes and nonResourceAttributes, as Kubernetes checks. */
+function validateAccessReview(obj: KubeObject): StatusCause[] {
+  const spec = fieldObject(obj, "spec") ?? {};
+  const resource = spec.resourceAttributes;
+  const nonResource = spec.nonResourceAttributes;
+  if (resource != null && nonResource != null) {
+    return [
+      invalid(
+        "spec.nonResourceAttributes",
+        nonResource,
+        "cannot be specified in combination with resourceAttributes",
+      ),
+    ];
+  }
+  if (resource == null && nonResource == null) {
+    return [
+      required(
+        "spec.resourceAttributes",
+        "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+      ),
+    ];
+  }
+  return [];
+}
+
+/** The definition of a review: cluster-scoped, create only, never stored. */
+function reviewDefinition(
+  group: string,
+  kind: string,
+  schema: Schema,
+  protobufMessage: string,
+  review: NonNullable<ResourceDefinition["review"]>,
+  validate?: (obj: KubeObject) => StatusCause[],
+): ResourceDefinition {
+  const singular = kind.toLowerCase();
+  return {
+    group,
+    names: {
+      plural: `${singular}s`,
+      singular,
+      kind,
+      listKind: `${kind}List`,
+      shortNames: [],
+      categories: [],
+    },
+    namespaced: false,
+    custom: false,
+    protobufMessage,
+    verbs: ["create"],
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        schema,
+        statusSubresource: false,
+        printerColumns: [],
+      },
+    ],
+    strategy: {
+      allowUnconditionalUpdate: false,
+      tracksGeneration: false,
+      ...(validate ? { validate } : {}),
+    },
+    review,
+  };
+}
+
+/** authentication.k8s.io/v1 SelfSubjectReview: who the caller is (`kubectl auth whoami`). */
+export const selfSubjectReviewDefinition = reviewDefinition(
+  "authentication.k8s.io",
+  "SelfSubjectReview",
+  selfSubjectReviewSchema,
+  "k8s.io.api.authentication.v1.SelfSubjectReview",
+  (obj, requester, now) =>
+    answer(obj, now, {
+      userInfo: {
+        username: requester.name,
+        ...(requester.uid ? { uid: requester.uid } : {}),
+        groups: groupsOf(requester),
+      },
+    }),
+);
+
+/** authorization.k8s.io/v1 SelfSubjectAccessReview: may the caller do this (`kubectl auth can-i`)? */
+export const selfSubjectAccessReviewDefinition = reviewDefinition(
+  "authorization.k8s.io",
+  "SelfSubjectAccessReview",
+  selfSubjectAccessReviewSchema,
+  "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+  (obj, _requester, now) => answer(obj, now, { allowed: true, reason: ALLOW_ALL_REASON }),
+  validateAccessReview,
+);
+
+/** authorization.k8s.io/v1 SelfSubjectRulesReview: what may the caller do (`kubectl auth can-i --list`)? */
+export const selfSubjectRulesReviewDefinition = reviewDefinition(
+  "authorization.k8s.io",
+  "SelfSubjectRulesReview",
+  selfSubjectRulesReviewSchema,
+  "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
+  (obj, _requester, now) =>
+    answer(obj, now, {
+      resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }],
+      nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
+      incomplete: false,
+    }),
+);
