@@ -25,7 +25,8 @@ export const PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf";
 /** The 4 bytes every Kubernetes protobuf body starts with. */
 export const PROTOBUF_MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
-const PROTO_FILES = [
+/** The message definitions loaded, in ./protobuf/. */
+export const PROTO_FILES = [
   "runtime.proto",
   "meta.proto",
   "core.proto",

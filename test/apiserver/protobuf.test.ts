@@ -11,6 +11,7 @@ import { deleteOptionsSchema } from "../../src/apiserver/openapi-schemas.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,
+  PROTO_FILES,
   PROTOBUF_MAGIC,
 } from "../../src/apiserver/protobuf.ts";
 import { builtinDefinitions } from "../../src/registry/builtin/index.ts";
@@ -545,14 +546,7 @@ describe("protobuf messages agree with the schemas", () => {
     const root = new protobuf.Root();
     const dir = new URL("../../src/apiserver/protobuf/", import.meta.url).pathname;
     root.loadSync(
-      [
-        "meta.proto",
-        "core.proto",
-        "coordination.proto",
-        "events.proto",
-        "authentication.proto",
-        "authorization.proto",
-      ].map((f) => join(dir, f)),
+      PROTO_FILES.map((f) => join(dir, f)),
       { keepCase: true },
     );
     root.resolveAll();
