@@ -1,8 +1,9 @@
 /**
  * Authentication: who is making a request. Setpoint authenticates bearer tokens
- * from a static table (the admin token written at first start, plus any others the
- * operator adds); requests without a valid token are refused with 401, except the
- * public endpoints (health and version), as in Kubernetes.
+ * from a static table (the admin token written at first start, plus those of a
+ * token file in Kubernetes' `--token-auth-file` format); requests without a valid
+ * token are refused with 401, except the public endpoints (health and version), as
+ * in Kubernetes.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
@@ -12,6 +13,7 @@ import type { IncomingMessage } from "node:http";
 export interface UserInfo {
   name: string;
   groups: string[];
+  uid?: string;
 }
 
 /** The identity used when authentication is switched off (test environments). */
@@ -70,4 +72,80 @@ export async function loadOrCreateToken(path: string): Promise<string> {
   const token = generateToken();
   await writeFile(path, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+/** A token file that cannot be used: the message names the line and what is wrong. */
+export class TokenFileError extends Error {}
+
+/** Splits one CSV line: fields separated by commas, a field in double quotes may hold commas ("" is a quote). */
+function csvFields(line: string): string[] | null {
+  const out: string[] = [];
+  let i = 0;
+  for (;;) {
+    let value = "";
+    if (line[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= line.length) return null; // unterminated quote
+        if (line[i] === '"') {
+          if (line[i + 1] === '"') {
+            value += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        value += line[i++];
+      }
+      if (i < line.length && line[i] !== ",") return null;
+    } else {
+      const comma = line.indexOf(",", i);
+      const end = comma === -1 ? line.length : comma;
+      value = line.slice(i, end);
+      i = end;
+    }
+    out.push(value.trim());
+    if (i >= line.length) return out;
+    i++; // the comma
+  }
+}
+
+/**
+ * Parses a static token file as Kubernetes' `--token-auth-file` reads it: one CSV
+ * line per token, `token,user,uid[,"group1,group2"]`; blank lines and lines starting
+ * with `#` are skipped. Throws TokenFileError naming the line of the first problem
+ * (fewer than three fields, an empty token or user, a token given twice).
+ */
+export function parseTokenFile(text: string, source = "token file"): [string, UserInfo][] {
+  const out: [string, UserInfo][] = [];
+  const seen = new Set<string>();
+  const lines = text.split(/\r?\n/);
+  for (let n = 0; n < lines.length; n++) {
+    const line = lines[n].trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const where = `${source}, line ${n + 1}`;
+    const fields = csvFields(line);
+    if (!fields) throw new TokenFileError(`${where}: unbalanced double quotes`);
+    if (fields.length < 3) {
+      throw new TokenFileError(
+        `${where}: want token,user,uid[,"group,..."], got ${fields.length} fields`,
+      );
+    }
+    const [token, name, uid, groups = ""] = fields;
+    if (!token) throw new TokenFileError(`${where}: empty token`);
+    if (!name) throw new TokenFileError(`${where}: empty user name`);
+    if (seen.has(token)) throw new TokenFileError(`${where}: a token given twice`);
+    seen.add(token);
+    const user: UserInfo = {
+      name,
+      groups: groups
+        .split(",")
+        .map((g) => g.trim())
+        .filter(Boolean),
+    };
+    if (uid) user.uid = uid;
+    out.push([token, user]);
+  }
+  return out;
 }

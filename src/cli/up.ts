@@ -3,10 +3,18 @@
  * over https with a generated CA and admin token, creates the system namespaces,
  * writes a kubeconfig, and shuts down cleanly on SIGINT/SIGTERM.
  */
+
+import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { loadOrCreateToken, TokenAuthenticator } from "../apiserver/auth.ts";
+import {
+  loadOrCreateToken,
+  parseTokenFile,
+  TokenAuthenticator,
+  TokenFileError,
+  type UserInfo,
+} from "../apiserver/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
 import { loadOrCreateTlsMaterial } from "../apiserver/certs.ts";
 import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
@@ -27,6 +35,7 @@ Flags:
   --etcd-prefix PREFIX        key prefix in etcd for this installation (default /setpoint/)
   --listen HOST:PORT          address to serve on (default 127.0.0.1:6443; port 0 picks one)
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
+  --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
   --log-level LEVEL           trace, debug, info, warn, error (default info)
   --no-controllers            do not run the built-in controllers in this process
@@ -61,6 +70,7 @@ export async function up(argv: string[]): Promise<number> {
       "etcd-prefix": { type: "string", default: "/setpoint/" },
       listen: { type: "string", default: "127.0.0.1:6443" },
       "tls-san": { type: "string", default: "" },
+      "token-auth-file": { type: "string" },
       "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
       "log-level": { type: "string", default: "info" },
       "no-controllers": { type: "boolean", default: false },
@@ -88,6 +98,17 @@ export async function up(argv: string[]): Promise<number> {
     throw new UsageError(e instanceof Error ? e.message : String(e));
   }
 
+  let extraTokens: [string, UserInfo][] = [];
+  const tokenFile = values["token-auth-file"];
+  if (tokenFile !== undefined) {
+    try {
+      extraTokens = parseTokenFile(await readFile(tokenFile, "utf8"), tokenFile);
+    } catch (e) {
+      if (e instanceof TokenFileError) throw new UsageError(e.message);
+      throw new UsageError(`--token-auth-file: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   const store = await openStore({
     storage: values.storage,
     dataDir,
@@ -105,7 +126,7 @@ export async function up(argv: string[]): Promise<number> {
     host,
     port,
     tls,
-    authenticator: new TokenAuthenticator([[token, admin]]),
+    authenticator: new TokenAuthenticator([[token, admin], ...extraTokens]),
     kubernetesMinor,
     logger,
   });

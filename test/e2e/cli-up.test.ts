@@ -60,8 +60,13 @@ describe("setpoint up on SQLite", () => {
   let sp: SetpointProcess;
   let k: Kubectl;
 
+  // A second user, from a token file in Kubernetes' format.
+  const tokenFile = join(dataDir, "tokens.csv");
+  const aliceToken = randomBytes(24).toString("hex");
+  writeFileSync(tokenFile, `# team tokens\n${aliceToken},alice,u-1,"platform,ops"\n`);
+
   const start = async (): Promise<SetpointProcess> => {
-    const p = await startSetpoint(["--data-dir", dataDir]);
+    const p = await startSetpoint(["--data-dir", dataDir, "--token-auth-file", tokenFile]);
     running.push(p);
     return p;
   };
@@ -117,6 +122,31 @@ describe("setpoint up on SQLite", () => {
       writeFileSync(noCa, stringify(doc));
       const untrusted = await kubectl(noCa).fails(["get", "ns"]);
       expect(untrusted.stderr).toMatch(/certificate signed by unknown authority/);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "authenticates the users of --token-auth-file, with their uid and groups",
+    async () => {
+      const doc = parse(readFileSync(sp.kubeconfig, "utf8")) as Json;
+      doc.users[0].user.token = aliceToken;
+      const dir = tempDir("setpoint-up-alice-");
+      dirs.push(dir);
+      const aliceConfig = join(dir, "kubeconfig");
+      writeFileSync(aliceConfig, stringify(doc));
+      const alice = kubectl(aliceConfig);
+      const who = JSON.parse(await alice.ok(["auth", "whoami", "-o", "json"])) as Json;
+      expect(who.status.userInfo).toEqual({
+        username: "alice",
+        uid: "u-1",
+        groups: ["platform", "ops", "system:authenticated"],
+      });
+      expect(await alice.ok(["create", "cm", "from-alice", "--from-literal=a=b"])).toBe(
+        "configmap/from-alice created\n",
+      );
+      const admin = JSON.parse(await k.ok(["auth", "whoami", "-o", "json"])) as Json;
+      expect(admin.status.userInfo.username).toBe("admin");
     },
     TEST_TIMEOUT_MS,
   );
@@ -235,6 +265,8 @@ describe("setpoint up on SQLite", () => {
 
 describe("setpoint up: bad flags", () => {
   const dataDir = tempDir("setpoint-up-flags-");
+  const badTokenFile = join(dataDir, "bad.csv");
+  writeFileSync(badTokenFile, "t1,bob,u-2\nt2,carol\n");
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it(
@@ -254,6 +286,14 @@ describe("setpoint up: bad flags", () => {
           /--storage etcd needs --etcd-endpoints/,
         ],
         [["up", "--data-dir"], /argument missing|--data-dir/],
+        [
+          ["up", "--data-dir", dataDir, "--token-auth-file", join(dataDir, "absent.csv")],
+          /--token-auth-file: ENOENT/,
+        ],
+        [
+          ["up", "--data-dir", dataDir, "--token-auth-file", badTokenFile],
+          /bad\.csv, line 2: want token,user,uid/,
+        ],
         [["down"], /unknown command "down"/],
       ];
       const results = await Promise.all(cases.map(([args]) => runSetpoint(args)));
