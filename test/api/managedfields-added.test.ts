@@ -91,6 +91,22 @@ const objectArb = fc
     ...(spec !== undefined ? { spec } : {}),
   }));
 
+/** Whether a FieldsV1 and everything in it is frozen. */
+function deeplyFrozen(v: unknown): boolean {
+  return (
+    typeof v !== "object" ||
+    v === null ||
+    (Object.isFrozen(v) && Object.values(v).every((x) => deeplyFrozen(x)))
+  );
+}
+
+/** Whether every frozen node of a FieldsV1 holds only frozen nodes (what may be shared is whole). */
+function sharedOnlyFrozen(v: unknown): boolean {
+  if (typeof v !== "object" || v === null) return true;
+  if (Object.isFrozen(v)) return deeplyFrozen(v);
+  return Object.values(v).every((x) => sharedOnlyFrozen(x));
+}
+
 describe("addedFields", () => {
   it("equals what a comparison with an empty object adds (property)", () => {
     fc.assert(
@@ -115,6 +131,55 @@ describe("addedFields", () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("reuses remembered FieldsV1 only for objects of the same fields, and only frozen (property)", () => {
+    const expected = (obj: unknown) => {
+      const set = compareObjects({}, obj, schema).added.difference(UNTRACKED_FIELDS);
+      return set.empty ? undefined : JSON.stringify(set.toFieldsV1());
+    };
+    fc.assert(
+      fc.property(objectArb, objectArb, (a, b) => {
+        // a, then b (which may share some of a's nodes), then a again: each as computed alone.
+        const results = [a, b, a, structuredClone(a)].map((obj) => {
+          const direct = createdFieldsV1(obj, schema, UNTRACKED_FIELDS);
+          expect(direct === undefined ? undefined : JSON.stringify(direct)).toBe(expected(obj));
+          return direct;
+        });
+        for (const r of results) expect(sharedOnlyFrozen(r)).toBe(true);
+        if (results[2] === results[3] && results[2] !== undefined) {
+          expect(deeplyFrozen(results[2])).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("gives objects with the same fields the same frozen FieldsV1, whatever their values", () => {
+    // The ports' key fields (port, protocol) keep their values: they name the items.
+    const obj = (name: string, image: string, replicas: number) => ({
+      apiVersion: API_VERSION,
+      kind: "Deployment",
+      metadata: { name, labels: { app: name } },
+      spec: {
+        replicas,
+        ports: [{ name, port: 80, protocol: "TCP" }],
+        containers: [{ name: "main", image, env: [{ name: "E", value: image }] }],
+      },
+    });
+    const first = createdFieldsV1(obj("a", "i1", 1), schema, UNTRACKED_FIELDS);
+    const second = createdFieldsV1(obj("b", "i2", 3), schema, UNTRACKED_FIELDS);
+    expect(second).toBe(first);
+    expect(deeplyFrozen(first)).toBe(true);
+    // Another label name: metadata differs, the spec's FieldsV1 is still the same object.
+    const other = createdFieldsV1(
+      { ...obj("c", "i3", 5), metadata: { name: "c", labels: { tier: "c" } } },
+      schema,
+      UNTRACKED_FIELDS,
+    );
+    expect(other).not.toBe(first);
+    expect(other?.["f:spec"]).toBe(first?.["f:spec"]);
+    expect(other?.["f:metadata"]).toEqual({ "f:labels": { ".": {}, "f:tier": {} } });
   });
 
   it("is what compareObjects answers for a new object", () => {

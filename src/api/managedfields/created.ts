@@ -3,12 +3,18 @@
  * `addedFields(obj, schema).difference(untracked).toFieldsV1()` gives, in one walk
  * without building the field set first. A create is the most frequent write and
  * its ownership is exactly "every field of the object", so it gets this short path.
+ *
+ * Objects of one type mostly have the same fields, so each map and list node's
+ * FieldsV1 is remembered per schema node (a few per node, MEMO_ENTRIES): when a
+ * node has the same field names (or item keys) in the same order, and each child's
+ * FieldsV1 is the very object remembered for it, the node's is too, and is reused
+ * instead of being sorted and built again. Reused FieldsV1 objects are shared
+ * between objects, so every one of them is frozen, as is the `{}` of every leaf.
  */
 
-import { isJsonObject, setMember } from "../deepcopy.ts";
+import { setMember } from "../deepcopy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import type { Schema } from "../schema.ts";
-import { isEmptyContainer } from "./compare.ts";
 import {
   comparePathElements,
   comparePathKeys,
@@ -17,24 +23,81 @@ import {
   parsePathElement,
 } from "./fieldpath.ts";
 import type { FieldSet } from "./fieldset.ts";
-import { fieldSchema, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
+import {
+  fieldSchema,
+  indexList,
+  isAtomicMap,
+  itemSchema,
+  listKind,
+  resourceSchema,
+} from "./typeinfo.ts";
 import { compareStrings, sortInPlace } from "./value.ts";
 
 /** The marker of a node that is itself a member of the set. */
 const SELF = ".";
 
+/** The FieldsV1 of a field with nothing tracked below it (shared: frozen). */
+const LEAF: FieldsV1 = Object.freeze({}) as FieldsV1;
+
+/** FieldsV1 of map or list nodes remembered per schema node (most recent first). */
+export const MEMO_ENTRIES = 4;
+/** Nodes with more fields or items than this are not remembered (long comparisons, big memos). */
+export const MEMO_MAX_CHILDREN = 64;
+
+/** A node's FieldsV1 and what it was made from. */
+interface Memo {
+  untracked: FieldSet | undefined;
+  self: boolean;
+  /** Field names in the object's order (maps), or item path elements in list order (lists). */
+  names: string[];
+  /** The FieldsV1 of each child, in the same order (undefined: not tracked). */
+  children: (FieldsV1 | undefined)[];
+  out: FieldsV1 | undefined;
+}
+
+const mapMemos = new WeakMap<Schema, Memo[]>();
+const listMemos = new WeakMap<Schema, Memo[]>();
+
+function remember(memos: WeakMap<Schema, Memo[]>, schema: Schema, memo: Memo): void {
+  const list = memos.get(schema);
+  if (list === undefined) {
+    memos.set(schema, [memo]);
+    return;
+  }
+  if (list.length >= MEMO_ENTRIES) list.pop();
+  list.unshift(memo);
+}
+
 /**
  * The FieldsV1 of every field of `obj` (a whole object with `schema`) but the
- * members of `untracked`; undefined when nothing is left.
+ * members of `untracked`; undefined when nothing is left. The result may be
+ * shared with other objects' and is frozen.
  */
 export function createdFieldsV1(
   obj: unknown,
   schema: Schema | undefined,
   untracked: FieldSet,
 ): FieldsV1 | undefined {
-  if (!isJsonObject(obj)) return undefined;
-  const out = mapChildren(obj, resourceSchema(schema), untracked);
-  return out && Object.keys(out).length > 0 ? out : undefined;
+  if (!isMapValue(obj)) return undefined;
+  const out = mapFields(obj, resourceSchema(schema), untracked, false);
+  return out !== undefined && hasMembers(out) ? out : undefined;
+}
+
+function isMapValue(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function hasMembers(o: FieldsV1): boolean {
+  for (const _ in o) return true;
+  return false;
+}
+
+/** True for a map with a defined member or a non-empty list. */
+function isNonEmptyContainer(v: object): boolean {
+  if (Array.isArray(v)) return v.length > 0;
+  const o = v as Record<string, unknown>;
+  for (const k in o) if (Object.hasOwn(o, k) && o[k] !== undefined) return true;
+  return false;
 }
 
 /**
@@ -48,30 +111,42 @@ function node(
   untracked: FieldSet | undefined,
 ): FieldsV1 | undefined {
   const member = untracked === undefined || !untracked.hasMember(key);
-  const below = untracked?.child(key);
   let out: FieldsV1 | undefined;
-  if (value !== undefined && value !== null && !isEmptyContainer(value)) {
-    const shape = shapeOf(value, schema);
-    if (shape === "map") out = mapFields(value as Record<string, unknown>, schema, below, member);
-    else if (shape === "list") out = listFields(value as unknown[], schema, below, member);
+  if (typeof value === "object" && value !== null && isNonEmptyContainer(value)) {
+    const below = untracked?.child(key);
+    if (Array.isArray(value)) {
+      if (listKind(schema).kind !== "atomic") out = listFields(value, schema, below, member);
+    } else if (!isAtomicMap(schema)) {
+      out = mapFields(value as Record<string, unknown>, schema, below, member);
+    }
   }
-  if (out === undefined) return member ? {} : undefined;
+  if (out === undefined) return member ? LEAF : undefined;
   return out;
+}
+
+/** The FieldsV1 of field `name` of a map with schema `schema`. */
+function fieldNode(
+  name: string,
+  value: unknown,
+  schema: Schema | undefined,
+  untracked: FieldSet | undefined,
+): FieldsV1 | undefined {
+  // Scalars (and empty containers) are leaves: no key or schema needed to say so.
+  if (untracked === undefined && (typeof value !== "object" || value === null)) return LEAF;
+  return node(fieldKey(name), value, fieldSchema(schema, name), untracked);
 }
 
 /** A node's FieldsV1 object, with "." when the node itself is a member. */
 function start(self: boolean): FieldsV1 {
   const out: FieldsV1 = {};
-  if (self) out[SELF] = {};
+  if (self) out[SELF] = LEAF;
   return out;
 }
 
-function mapChildren(
-  value: Record<string, unknown>,
-  schema: Schema | undefined,
-  untracked: FieldSet | undefined,
-): FieldsV1 {
-  return mapFields(value, schema, untracked, false) ?? {};
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -85,19 +160,54 @@ function mapFields(
   self: boolean,
 ): FieldsV1 | undefined {
   const names = Object.keys(value);
+  // Each child's FieldsV1 is made once, whichever memo it is compared with.
+  let children: (FieldsV1 | undefined)[] | undefined;
+  const memos = schema === undefined ? undefined : mapMemos.get(schema);
+  if (memos !== undefined) {
+    for (const m of memos) {
+      if (m.self !== self || m.untracked !== untracked || !sameItems(m.names, names)) continue;
+      children ??= mapChildren(value, names, schema, untracked);
+      if (sameItems(m.children, children)) return m.out;
+    }
+  }
+  children ??= mapChildren(value, names, schema, untracked);
   // "f:" keys sort as their names do.
-  if (names.length > 1) sortInPlace(names, compareStrings);
+  const order: number[] = [];
+  for (let i = 0; i < names.length; i++) order.push(i);
+  if (order.length > 1) sortInPlace(order, (a, b) => compareStrings(names[a], names[b]));
   let out: FieldsV1 | undefined;
-  for (const k of names) {
-    const v = value[k];
-    if (v === undefined) continue;
-    const key = fieldKey(k);
-    const f = node(key, v, fieldSchema(schema, k), untracked);
+  for (const i of order) {
+    const f = children[i];
     if (f === undefined) continue;
     out ??= start(self);
-    setMember(out, key, f);
+    setMember(out, fieldKey(names[i]), f);
+  }
+  if (schema !== undefined && names.length <= MEMO_MAX_CHILDREN && allFrozen(children)) {
+    if (out !== undefined) Object.freeze(out);
+    remember(mapMemos, schema, { untracked, self, names, children, out });
   }
   return out;
+}
+
+/** The FieldsV1 of each member of a map (undefined for undefined members). */
+function mapChildren(
+  value: Record<string, unknown>,
+  names: string[],
+  schema: Schema | undefined,
+  untracked: FieldSet | undefined,
+): (FieldsV1 | undefined)[] {
+  const out: (FieldsV1 | undefined)[] = [];
+  for (const k of names) {
+    const v = value[k];
+    out.push(v === undefined ? undefined : fieldNode(k, v, schema, untracked));
+  }
+  return out;
+}
+
+/** Whether every FieldsV1 given (undefined ones aside) is frozen, so that it may be shared. */
+function allFrozen(children: readonly (FieldsV1 | undefined)[]): boolean {
+  for (const f of children) if (f !== undefined && !Object.isFrozen(f)) return false;
+  return true;
 }
 
 /**
@@ -115,6 +225,17 @@ function listFields(
   if (Array.isArray(index)) return undefined;
   const items = itemSchema(schema);
   const keys = index.keys;
+  const unique = index.count.size === keys.length;
+  let children: (FieldsV1 | undefined)[] | undefined;
+  const memos = schema === undefined || !unique ? undefined : listMemos.get(schema);
+  if (memos !== undefined) {
+    for (const m of memos) {
+      if (m.self !== self || m.untracked !== untracked || !sameItems(m.names, keys)) continue;
+      children ??= keys.map((k, i) => node(k, value[i], items, untracked));
+      if (sameItems(m.children, children)) return m.out;
+    }
+  }
+  if (unique) children ??= keys.map((k, i) => node(k, value[i], items, untracked));
   const order: number[] = [];
   for (let i = 0; i < keys.length; i++) order.push(i);
   if (order.length > 1) {
@@ -132,18 +253,28 @@ function listFields(
   }
   let out: FieldsV1 | undefined;
   for (const i of order) {
-    const k = index.keys[i];
+    const k = keys[i];
     let f: FieldsV1 | undefined;
-    if ((index.count.get(k) ?? 0) > 1) {
+    if (!unique && (index.count.get(k) ?? 0) > 1) {
       // Several items with one key are one atomic field, listed once.
       if (out !== undefined && Object.hasOwn(out, k)) continue;
-      if (untracked === undefined || !untracked.hasMember(k)) f = {};
+      if (untracked === undefined || !untracked.hasMember(k)) f = LEAF;
     } else {
-      f = node(k, value[i], items, untracked);
+      f = children !== undefined ? children[i] : node(k, value[i], items, untracked);
     }
     if (f === undefined) continue;
     out ??= start(self);
     setMember(out, k, f);
+  }
+  // Lists with repeated keys (one atomic field per key) are not remembered.
+  if (
+    schema !== undefined &&
+    children !== undefined &&
+    keys.length <= MEMO_MAX_CHILDREN &&
+    allFrozen(children)
+  ) {
+    if (out !== undefined) Object.freeze(out);
+    remember(listMemos, schema, { untracked, self, names: keys, children, out });
   }
   return out;
 }
