@@ -38,7 +38,7 @@ import {
 import { InProcessChannel, type WriterChannel, type WriterEvents } from "./sqlite/channel.ts";
 import { Fifo } from "./sqlite/fifo.ts";
 import { decodeContinue, encodeContinue, keyAfter, prefixRange } from "./sqlite/keys.ts";
-import { openDatabase } from "./sqlite/open.ts";
+import { openDatabase, READER_PAGE_CACHE_KIB } from "./sqlite/open.ts";
 import {
   type ResolvedSqliteStoreOptions,
   resolveOptions,
@@ -62,10 +62,13 @@ import { checkKey, checkRevision, checkValue } from "./validate.ts";
 
 export { LOCK_PARTIAL_GRACE_MS, lockFileOf } from "./sqlite/lock.ts";
 export {
+  PAGE_CACHE_KIB,
   QUICK_CHECK_MAX_BYTES,
+  READER_PAGE_CACHE_KIB,
   SqliteOpenError,
   type SqliteOpenFailure,
   WRITER_BUSY_TIMEOUT_MS,
+  WRITER_PAGE_CACHE_KIB,
 } from "./sqlite/open.ts";
 export {
   DEFAULT_COMPACTION_BATCH_SIZE,
@@ -184,6 +187,7 @@ export class SqliteStore implements Store {
     const memory = path === ":memory:" || path === "";
     if (opts.writerThread && !memory) {
       db.pragma("query_only = ON");
+      db.pragma(`cache_size = -${READER_PAGE_CACHE_KIB}`);
       db.pragma(`busy_timeout = ${READ_BUSY_TIMEOUT_MS}`);
       this.#channel = new ThreadChannel(events, {
         // Absolute: the process's working directory may change before the thread opens it.

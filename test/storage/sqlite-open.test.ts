@@ -2,11 +2,14 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import { openWriterConnection } from "../../src/storage/sqlite/open.ts";
 import {
   LOCK_PARTIAL_GRACE_MS,
   lockFileOf,
+  PAGE_CACHE_KIB,
   SqliteOpenError,
   SqliteStore,
+  WRITER_PAGE_CACHE_KIB,
 } from "../../src/storage/sqlite.ts";
 import { digest, exited, filesOf, onLines, spawnFixture, tempDir } from "./fixtures/files.ts";
 
@@ -282,5 +285,19 @@ describe("SqliteStore lock file", () => {
     const store = SqliteStore.open(file);
     expect((await store.get("/unclosed"))?.value).toBe("v");
     await store.close();
+  });
+});
+
+describe("SqliteStore page caches", () => {
+  it("gives the writer thread's connection its own, smaller page cache", async () => {
+    const { file } = fresh();
+    await populated(file);
+    const db = openWriterConnection(file, true);
+    try {
+      expect(db.pragma("cache_size", { simple: true })).toBe(-WRITER_PAGE_CACHE_KIB);
+    } finally {
+      db.close();
+    }
+    expect(WRITER_PAGE_CACHE_KIB).toBeLessThan(PAGE_CACHE_KIB);
   });
 });
