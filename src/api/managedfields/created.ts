@@ -24,10 +24,12 @@ import {
 } from "./fieldpath.ts";
 import type { FieldSet } from "./fieldset.ts";
 import {
+  computeItemKey,
   fieldSchema,
   indexList,
   isAtomicMap,
   itemSchema,
+  type ListKind,
   listKind,
   resourceSchema,
 } from "./typeinfo.ts";
@@ -79,6 +81,7 @@ export function createdFieldsV1(
   untracked: FieldSet,
 ): FieldsV1 | undefined {
   if (!isMapValue(obj)) return undefined;
+  scratch.length = 0;
   const out = mapFields(obj, resourceSchema(schema), untracked, false);
   return out !== undefined && hasMembers(out) ? out : undefined;
 }
@@ -143,10 +146,41 @@ function start(self: boolean): FieldsV1 {
   return out;
 }
 
-function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
+/**
+ * The children's FieldsV1 of the nodes being made, as one stack: a node's children
+ * sit above its parent's, and are dropped when the node is done. Comparing a node
+ * with its memos fills it child by child, so a child is made once whatever the
+ * number of memos, and nothing is allocated when a memo holds.
+ */
+const scratch: (FieldsV1 | undefined)[] = [];
+
+/**
+ * Whether map memo `m` holds for `value`: the same own keys in the same order, and
+ * each child's FieldsV1 the one remembered. Children are made as needed, into
+ * `scratch` from `base` (the i-th holds the FieldsV1 of the value's i-th key).
+ */
+function mapMemoHolds(
+  m: Memo,
+  value: Record<string, unknown>,
+  schema: Schema | undefined,
+  untracked: FieldSet | undefined,
+  base: number,
+): boolean {
+  const names = m.names;
+  let i = 0;
+  for (const k in value) {
+    if (i >= names.length || names[i] !== k || !Object.hasOwn(value, k)) return false;
+    let f: FieldsV1 | undefined;
+    if (base + i < scratch.length) f = scratch[base + i];
+    else {
+      const v = value[k];
+      f = v === undefined ? undefined : fieldNode(k, v, schema, untracked);
+      scratch.push(f);
+    }
+    if (f !== m.children[i]) return false;
+    i++;
+  }
+  return i === names.length;
 }
 
 /**
@@ -159,18 +193,27 @@ function mapFields(
   untracked: FieldSet | undefined,
   self: boolean,
 ): FieldsV1 | undefined {
-  const names = Object.keys(value);
-  // Each child's FieldsV1 is made once, whichever memo it is compared with.
-  let children: (FieldsV1 | undefined)[] | undefined;
+  const base = scratch.length;
   const memos = schema === undefined ? undefined : mapMemos.get(schema);
   if (memos !== undefined) {
-    for (const m of memos) {
-      if (m.self !== self || m.untracked !== untracked || !sameItems(m.names, names)) continue;
-      children ??= mapChildren(value, names, schema, untracked);
-      if (sameItems(m.children, children)) return m.out;
+    for (let j = 0; j < memos.length; j++) {
+      const m = memos[j];
+      if (m.self !== self || m.untracked !== untracked) continue;
+      if (mapMemoHolds(m, value, schema, untracked, base)) {
+        scratch.length = base;
+        return m.out;
+      }
     }
   }
-  children ??= mapChildren(value, names, schema, untracked);
+  const names = Object.keys(value);
+  // The children not made while comparing with the memos.
+  for (let i = scratch.length - base; i < names.length; i++) {
+    const v = value[names[i]];
+    const f = v === undefined ? undefined : fieldNode(names[i], v, schema, untracked);
+    scratch.push(f);
+  }
+  const children = scratch.slice(base, base + names.length);
+  scratch.length = base;
   // "f:" keys sort as their names do.
   const order: number[] = [];
   for (let i = 0; i < names.length; i++) order.push(i);
@@ -189,24 +232,38 @@ function mapFields(
   return out;
 }
 
-/** The FieldsV1 of each member of a map (undefined for undefined members). */
-function mapChildren(
-  value: Record<string, unknown>,
-  names: string[],
-  schema: Schema | undefined,
-  untracked: FieldSet | undefined,
-): (FieldsV1 | undefined)[] {
-  const out: (FieldsV1 | undefined)[] = [];
-  for (const k of names) {
-    const v = value[k];
-    out.push(v === undefined ? undefined : fieldNode(k, v, schema, untracked));
-  }
-  return out;
-}
-
 /** Whether every FieldsV1 given (undefined ones aside) is frozen, so that it may be shared. */
 function allFrozen(children: readonly (FieldsV1 | undefined)[]): boolean {
   for (const f of children) if (f !== undefined && !Object.isFrozen(f)) return false;
+  return true;
+}
+
+/**
+ * Whether list memo `m` holds for `value`: the same item keys in the same order
+ * (so no key repeats), and each item's FieldsV1 the one remembered. Items are made
+ * as needed, into `scratch` from `base`, as for maps.
+ */
+function listMemoHolds(
+  m: Memo,
+  value: unknown[],
+  kind: ListKind,
+  items: Schema | undefined,
+  untracked: FieldSet | undefined,
+  base: number,
+): boolean {
+  const keys = m.names;
+  if (value.length !== keys.length) return false;
+  for (let i = 0; i < value.length; i++) {
+    const k = computeItemKey(value[i], kind, items).key;
+    if (k === undefined || k !== keys[i]) return false;
+    let f: FieldsV1 | undefined;
+    if (base + i < scratch.length) f = scratch[base + i];
+    else {
+      f = node(k, value[i], items, untracked);
+      scratch.push(f);
+    }
+    if (f !== m.children[i]) return false;
+  }
   return true;
 }
 
@@ -220,22 +277,31 @@ function listFields(
   untracked: FieldSet | undefined,
   self: boolean,
 ): FieldsV1 | undefined {
+  const items = itemSchema(schema);
+  const base = scratch.length;
+  const memos = schema === undefined ? undefined : listMemos.get(schema);
+  if (memos !== undefined) {
+    const kind = listKind(schema);
+    for (let j = 0; j < memos.length; j++) {
+      const m = memos[j];
+      if (m.self !== self || m.untracked !== untracked) continue;
+      if (listMemoHolds(m, value, kind, items, untracked, base)) {
+        scratch.length = base;
+        return m.out;
+      }
+    }
+  }
+  // Items made while comparing (the first ones, in list order).
+  const made = scratch.slice(base);
+  scratch.length = base;
   // Walked once: the items' keys are not worth remembering.
   const index = indexList(value, schema, false);
   if (Array.isArray(index)) return undefined;
-  const items = itemSchema(schema);
   const keys = index.keys;
   const unique = index.count.size === keys.length;
-  let children: (FieldsV1 | undefined)[] | undefined;
-  const memos = schema === undefined || !unique ? undefined : listMemos.get(schema);
-  if (memos !== undefined) {
-    for (const m of memos) {
-      if (m.self !== self || m.untracked !== untracked || !sameItems(m.names, keys)) continue;
-      children ??= keys.map((k, i) => node(k, value[i], items, untracked));
-      if (sameItems(m.children, children)) return m.out;
-    }
-  }
-  if (unique) children ??= keys.map((k, i) => node(k, value[i], items, untracked));
+  const children = unique
+    ? keys.map((k, i) => (i < made.length ? made[i] : node(k, value[i], items, untracked)))
+    : undefined;
   const order: number[] = [];
   for (let i = 0; i < keys.length; i++) order.push(i);
   if (order.length > 1) {
@@ -255,7 +321,7 @@ function listFields(
   for (const i of order) {
     const k = keys[i];
     let f: FieldsV1 | undefined;
-    if (!unique && (index.count.get(k) ?? 0) > 1) {
+    if (children === undefined && (index.count.get(k) ?? 0) > 1) {
       // Several items with one key are one atomic field, listed once.
       if (out !== undefined && Object.hasOwn(out, k)) continue;
       if (untracked === undefined || !untracked.hasMember(k)) f = LEAF;

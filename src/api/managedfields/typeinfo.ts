@@ -140,12 +140,26 @@ export type ListKind = { kind: "atomic" } | { kind: "set" } | { kind: "map"; key
 const ATOMIC: ListKind = { kind: "atomic" };
 const SET: ListKind = { kind: "set" };
 
+/** Keyed list kinds by schema: made once per schema rather than once per look. */
+const keyedKinds = new WeakMap<Schema, ListKind>();
+
 /** The list type a list schema declares. */
 export function listKind(schema: Schema | undefined): ListKind {
   if (!schema) return ATOMIC;
   const lt = schema["x-kubernetes-list-type"];
   if (lt === "atomic") return ATOMIC;
   if (lt === "set") return SET;
+  if (lt === undefined && schema["x-kubernetes-patch-strategy"] === undefined) return ATOMIC;
+  let kind = keyedKinds.get(schema);
+  if (kind === undefined) {
+    kind = declaredListKind(schema);
+    keyedKinds.set(schema, kind);
+  }
+  return kind;
+}
+
+function declaredListKind(schema: Schema): ListKind {
+  const lt = schema["x-kubernetes-list-type"];
   if (lt === "map") {
     const keys = schema["x-kubernetes-list-map-keys"] ?? [];
     return keys.length > 0 ? { kind: "map", keys } : SET;
@@ -244,7 +258,8 @@ function singleStringKey(name: string, value: string): ItemKey {
   return hit;
 }
 
-function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
+/** The path element of an item of a set or keyed list, not remembered (itemKey remembers). */
+export function computeItemKey(item: unknown, kind: ListKind, items: Schema | undefined): ItemKey {
   if (kind.kind === "map") {
     if (item === null) return { error: "associative list with keys may not have a null element" };
     if (!isJsonObject(item))
