@@ -12,11 +12,11 @@ import type { StatusCause } from "../../api/status.ts";
 import { API_VERSION_DESCRIPTION, KIND_DESCRIPTION, objectMetaProperty } from "../builtin/meta.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
 import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
+import { objectLimitsCause } from "./limits.ts";
 import { isObject } from "./paths.ts";
 import {
   applyDefaultsWith,
   type CompiledSchema,
-  checkObjectLimits,
   compileSchema,
   defaultsSkeleton,
   fillReadDefaults,
@@ -195,7 +195,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
         const rt = runtimeOf(obj);
         if (!rt) return [];
         // Objects past the size limits are refused before any validation work.
-        const tooBig = checkObjectLimits(obj);
+        const tooBig = objectLimitsCause(obj);
         if (tooBig) return [tooBig];
         const causes = schemaCauses(obj, rt.compiled);
         return [...causes, ...validateRules(obj, old, rt.rules)];

@@ -16,7 +16,8 @@ import type { Schema } from "../../api/schema.ts";
 import type { StatusCause } from "../../api/status.ts";
 import { fieldErrors } from "../../api/validation.ts";
 import { objectMetaSchema } from "../builtin/meta.ts";
-import { checkObjectLimits, MAX_OBJECT_DEPTH } from "../objectlimits.ts";
+import { MAX_OBJECT_DEPTH } from "../objectlimits.ts";
+import { objectLimitsCause } from "./limits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
 export { checkObjectLimits, MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../objectlimits.ts";
@@ -350,7 +351,7 @@ function isBranchError(e: ErrorObject): boolean {
  * refused with one cause before any validation work.
  */
 export function validateAgainstSchema(obj: unknown, compiled: CompiledSchema): StatusCause[] {
-  const tooBig = checkObjectLimits(obj);
+  const tooBig = objectLimitsCause(obj);
   if (tooBig) return [tooBig];
   return schemaCauses(obj, compiled);
 }

@@ -1,0 +1,61 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { objectLimitsCause, withinObjectLimits } from "../../src/registry/crd/limits.ts";
+import {
+  checkObjectLimits,
+  MAX_OBJECT_DEPTH,
+  MAX_OBJECT_NODES,
+} from "../../src/registry/objectlimits.ts";
+
+/** `leaf` nested `depth` levels down, alternating maps and lists. */
+function nested(depth: number, leaf: unknown): unknown {
+  let v = leaf;
+  for (let i = 0; i < depth; i++) v = i % 2 === 0 ? { a: v } : [v];
+  return v;
+}
+
+/** An object holding `n` values in all (itself included). */
+function withValues(n: number): Record<string, unknown> {
+  const items: number[] = new Array(n - 2).fill(1);
+  return { items };
+}
+
+describe("withinObjectLimits", () => {
+  it("agrees with checkObjectLimits on any JSON value (property)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), (v) => {
+        expect(withinObjectLimits(v)).toBe(checkObjectLimits(v) === undefined);
+        expect(objectLimitsCause(v)).toEqual(checkObjectLimits(v));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("agrees at the depth limit, with empty and non-empty containers there", () => {
+    for (const depth of [MAX_OBJECT_DEPTH - 1, MAX_OBJECT_DEPTH, MAX_OBJECT_DEPTH + 1]) {
+      for (const leaf of [1, null, {}, [], { x: 1 }, [1], { x: undefined }]) {
+        const v = nested(depth, leaf);
+        expect(withinObjectLimits(v)).toBe(checkObjectLimits(v) === undefined);
+        expect(objectLimitsCause(v)).toEqual(checkObjectLimits(v));
+      }
+    }
+    expect(withinObjectLimits(nested(MAX_OBJECT_DEPTH, 1))).toBe(true);
+    expect(withinObjectLimits(nested(MAX_OBJECT_DEPTH, [1]))).toBe(false);
+  });
+
+  it("agrees at the value count limit", () => {
+    for (const n of [MAX_OBJECT_NODES, MAX_OBJECT_NODES + 1]) {
+      const v = withValues(n);
+      expect(withinObjectLimits(v)).toBe(n <= MAX_OBJECT_NODES);
+      expect(objectLimitsCause(v)).toEqual(checkObjectLimits(v));
+    }
+  });
+
+  it("counts only own members, as checkObjectLimits does", () => {
+    const proto = { inherited: { deep: nested(MAX_OBJECT_DEPTH + 2, [1]) } };
+    const v = Object.create(proto) as Record<string, unknown>;
+    v.own = 1;
+    expect(withinObjectLimits(v)).toBe(true);
+    expect(checkObjectLimits(v)).toBeUndefined();
+  });
+});
