@@ -25,6 +25,7 @@ import type { ListOptions } from "./listoptions.ts";
 import { type Renderer, rawListJson, renderList, rendersRaw } from "./render.ts";
 import { writeObject, writeRaw } from "./response.ts";
 import { LIST_EXPIRED_MESSAGE, statusFromStorage, tooLargeResourceVersion } from "./storeerrors.ts";
+import type { CacheEntry } from "./watchcache.ts";
 
 /** Kubernetes' message for a continue token too old to continue consistently. */
 export const INCONSISTENT_CONTINUE_MESSAGE =
@@ -177,6 +178,30 @@ function writeList(scope: RequestScope, r: Renderer, items: KubeObject[], meta: 
   });
 }
 
+/**
+ * The list envelope around the entries' JSON, assembled from their bytes in one
+ * buffer (no string per item), then read as one string.
+ */
+function rawEntriesList(r: Renderer, entries: readonly CacheEntry[], meta: ListMeta): string {
+  // The envelope of an empty list ends with `[]}`: the items go before its `]}`.
+  const empty = rawListJson(r, [], meta);
+  const head = empty.slice(0, -2);
+  let bytes = Buffer.byteLength(head) + 2 + Math.max(0, entries.length - 1);
+  let ascii = head.length === Buffer.byteLength(head);
+  for (const e of entries) {
+    bytes += e.byteLength;
+    ascii &&= e.ascii;
+  }
+  const out = Buffer.allocUnsafe(bytes);
+  let at = out.write(head, 0, "utf8");
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ,
+    at += entries[i].copyTo(out, at);
+  }
+  out.write("]}", at, "latin1");
+  return out.toString(ascii ? "latin1" : "utf8");
+}
+
 /** Serves a list from the watch cache (resourceVersion "0"). */
 async function listFromCache(
   scope: RequestScope,
@@ -193,11 +218,7 @@ async function listFromCache(
       scope.res,
       200,
       r.output.contentType,
-      rawListJson(
-        r,
-        entries.map((e) => e.json),
-        meta,
-      ),
+      rawEntriesList(r, entries, meta),
       scope.warnings,
     );
     return;

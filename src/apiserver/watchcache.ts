@@ -3,8 +3,8 @@
  * prefix feeds every client watch of that type. It keeps
  *
  * - the current state of every object (serialized once, with what selectors
- *   need), which serves lists with resourceVersion=0 and the initial events of
- *   watches that start "now";
+ *   need; the JSON packed outside the heap, see watchslabs.ts), which serves lists
+ *   with resourceVersion=0 and the initial events of watches that start "now";
  * - a window of the most recent events, so a watch can start from a recent
  *   resourceVersion without touching storage;
  * - per event, each rendering a watcher asked for (JSON line, Table row...),
@@ -23,6 +23,7 @@ import { type EncodedObject, parseStored, withResourceVersion } from "./codec.ts
 import { resourcePrefix } from "./keys.ts";
 import type { ApiLimits } from "./limits.ts";
 import { extraFieldValues } from "./listoptions.ts";
+import { JsonSlabs, SlabJson } from "./watchslabs.ts";
 
 /**
  * Flushes of watch output are spaced by at least the time the previous flush
@@ -50,21 +51,30 @@ interface WriteHint {
   onRead: ((obj: KubeObject) => void) | undefined;
 }
 
-/** One object as the cache holds it. */
-export interface CacheEntry {
-  key: string;
-  /** The object's resourceVersion (its last write's revision). */
-  rev: number;
-  /** The object's JSON, resourceVersion included, in the storage version. */
-  json: string;
-  namespace: string;
-  name: string;
-  labels: Record<string, string> | undefined;
-  /**
-   * Values of the type's selectable fields beyond metadata.name and
-   * metadata.namespace (undefined when it has none; see entryField).
-   */
-  fields: Record<string, string> | undefined;
+/**
+ * One object as the cache holds it: what selectors need, and its JSON
+ * (resourceVersion included, in the storage version) in the cache's slabs. The
+ * cache's map and the events of its window that name an entry hold it; its bytes
+ * stay readable by anyone who still has the entry after that.
+ */
+export class CacheEntry extends SlabJson {
+  constructor(
+    slabs: JsonSlabs,
+    readonly key: string,
+    /** The object's resourceVersion (its last write's revision). */
+    readonly rev: number,
+    json: string,
+    readonly namespace: string,
+    readonly name: string,
+    readonly labels: Record<string, string> | undefined,
+    /**
+     * Values of the type's selectable fields beyond metadata.name and
+     * metadata.namespace (undefined when it has none; see entryField).
+     */
+    readonly fields: Record<string, string> | undefined,
+  ) {
+    super(slabs, json);
+  }
 }
 
 /** The value of a selectable field of a cache entry ("" when the object has none). */
@@ -222,17 +232,24 @@ class EventWindow {
     return this.#size;
   }
 
-  /** Adds an event; returns the one evicted to make room, if any. */
+  /**
+   * Adds an event, which holds its entries until evicted; returns the one evicted
+   * to make room, if any.
+   */
   push(ev: CacheEvent): CacheEvent | undefined {
+    ev.cur?.hold();
+    ev.prev?.hold();
     const cap = this.#buf.length;
     if (this.#size < cap) {
       this.#buf[(this.#start + this.#size) % cap] = ev;
       this.#size++;
       return undefined;
     }
-    const evicted = this.#buf[this.#start];
+    const evicted = this.#buf[this.#start]!;
     this.#buf[this.#start] = ev;
     this.#start = (this.#start + 1) % cap;
+    evicted.cur?.release();
+    evicted.prev?.release();
     return evicted;
   }
 
@@ -254,6 +271,7 @@ class EventWindow {
     return out;
   }
 
+  /** Drops every event (their entries' holds go with the slabs they are in). */
   clear(): void {
     this.#buf.fill(undefined);
     this.#start = 0;
@@ -275,6 +293,8 @@ export class WatchCache {
   /** Every event with a revision above this is in the window. */
   oldestRev = 0;
   #entries = new Map<string, CacheEntry>();
+  /** Where the entries' JSON is (replaced with the entries when they are read again). */
+  #slabs = new JsonSlabs();
   readonly #window: EventWindow;
   readonly #watchers = new Set<CacheWatcher>();
   #storageWatch: Watch | null = null;
@@ -335,6 +355,11 @@ export class WatchCache {
   /** Number of objects held. */
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Slabs holding the objects' JSON (see watchslabs.ts; for diagnostics and tests). */
+  get slabCount(): number {
+    return this.#slabs.slabCount;
   }
 
   /** Number of client watches attached. */
@@ -435,35 +460,37 @@ export class WatchCache {
       // Written under the same read hook: reading the value back would add nothing.
       if (hint.onRead === this.def.strategy.onRead) {
         const m = hint.obj.metadata;
-        return {
+        return new CacheEntry(
+          this.#slabs,
           key,
           rev,
-          json: hint.encoded.withRevision(rev),
-          namespace: m.namespace ?? "",
-          name: m.name ?? "",
+          hint.encoded.withRevision(rev),
+          m.namespace ?? "",
+          m.name ?? "",
           // The written object is not modified afterwards: its labels can be shared.
-          labels: m.labels,
-          fields: extraFieldValues(this.def, hint.obj),
-        };
+          m.labels,
+          extraFieldValues(this.def, hint.obj),
+        );
       }
     }
     return this.#safeEntry(key, value, rev);
   }
 
-  /** Builds an entry from a stored value. */
-  makeEntry(key: string, value: string, rev: number): CacheEntry {
+  /** Builds an entry from a stored value, its JSON in `slabs`. */
+  makeEntry(key: string, value: string, rev: number, slabs = this.#slabs): CacheEntry {
     const obj = withResourceVersion(parseStored(value), rev);
     // Once per stored value: every reader and watcher shares the completed object.
     this.def.strategy.onRead?.(obj);
-    return {
+    return new CacheEntry(
+      slabs,
       key,
       rev,
-      json: JSON.stringify(obj),
-      namespace: obj.metadata.namespace ?? "",
-      name: obj.metadata.name ?? "",
-      labels: obj.metadata.labels,
-      fields: extraFieldValues(this.def, obj),
-    };
+      JSON.stringify(obj),
+      obj.metadata.namespace ?? "",
+      obj.metadata.name ?? "",
+      obj.metadata.labels,
+      extraFieldValues(this.def, obj),
+    );
   }
 
   /**
@@ -481,6 +508,8 @@ export class WatchCache {
 
   async #prime(): Promise<void> {
     // Built aside and swapped in whole: reads keep the previous state meanwhile.
+    // The previous entries and events go with their slabs.
+    const slabs = new JsonSlabs();
     const entries = new Map<string, CacheEntry>();
     let token: string | undefined;
     let revision = 0;
@@ -492,7 +521,9 @@ export class WatchCache {
       revision = page.revision;
       for (const kv of page.items) {
         try {
-          entries.set(kv.key, this.makeEntry(kv.key, kv.value, kv.modRevision));
+          const entry = this.makeEntry(kv.key, kv.value, kv.modRevision, slabs);
+          entry.hold();
+          entries.set(kv.key, entry);
         } catch (err) {
           this.logger?.error({ err, key: kv.key }, "watch cache skipped an unreadable object");
         }
@@ -500,6 +531,7 @@ export class WatchCache {
       token = page.continue;
     } while (token && !this.#stopped);
     this.#entries = entries;
+    this.#slabs = slabs;
     this.#window.clear();
     this.rev = revision;
     this.oldestRev = revision;
@@ -585,12 +617,16 @@ export class WatchCache {
       this.#entries.get(ev.key) ??
       (ev.prev ? this.#safeEntry(ev.key, ev.prev.value, ev.prev.modRevision) : null);
     let event: CacheEvent | null = null;
+    let replaced: CacheEntry | undefined;
     if (ev.type === "delete") {
+      replaced = this.#entries.get(ev.key);
       this.#entries.delete(ev.key);
       if (before) event = new CacheEvent("DELETED", ev.key, ev.revision, null, before);
     } else if (ev.value !== null) {
       const cur = this.#putEntry(ev.key, ev.value, ev.revision);
       if (cur) {
+        replaced = this.#entries.get(ev.key);
+        cur.hold();
         this.#entries.set(ev.key, cur);
         const type: EventType = before ? "MODIFIED" : "ADDED";
         event = new CacheEvent(type, ev.key, ev.revision, cur, before);
@@ -598,12 +634,16 @@ export class WatchCache {
     }
     this.rev = ev.revision;
     if (event) {
+      // The window holds the entries of the event before the map lets go of the old one.
       const evicted = this.#window.push(event);
+      replaced?.release();
       if (evicted) this.oldestRev = evicted.rev;
       if (this.#watchers.size > 0) {
         this.#batch.push(event);
         this.#scheduleFlush();
       }
+    } else {
+      replaced?.release();
     }
     if (this.#waiters.length > 0) {
       const due = this.#waiters.filter((w) => w.rev <= this.rev);
