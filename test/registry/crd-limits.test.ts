@@ -20,6 +20,15 @@ function withValues(n: number): Record<string, unknown> {
   return { items };
 }
 
+/** `v` with everything in it frozen. */
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null) {
+    for (const c of Object.values(v)) deepFreeze(c);
+    Object.freeze(v);
+  }
+  return v;
+}
+
 describe("withinObjectLimits", () => {
   it("agrees with checkObjectLimits on any JSON value (property)", () => {
     fc.assert(
@@ -48,6 +57,38 @@ describe("withinObjectLimits", () => {
       const v = withValues(n);
       expect(withinObjectLimits(v)).toBe(n <= MAX_OBJECT_NODES);
       expect(objectLimitsCause(v)).toEqual(checkObjectLimits(v));
+    }
+  });
+
+  it("counts deeply frozen values (measured once) as checkObjectLimits does (property)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), fc.jsonValue({ maxDepth: 4 }), (a, b) => {
+        const shared = deepFreeze(structuredClone(a));
+        // The same frozen value twice, beside values that are not frozen, and partly frozen.
+        const partly = Object.freeze({ frozen: shared, open: structuredClone(b) });
+        const v = { x: shared, y: [shared, b], z: partly };
+        for (const w of [v, v, shared, partly]) {
+          expect(withinObjectLimits(w)).toBe(checkObjectLimits(w) === undefined);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("counts deeply frozen values at both limits", () => {
+    for (const depth of [MAX_OBJECT_DEPTH - 2, MAX_OBJECT_DEPTH - 1, MAX_OBJECT_DEPTH]) {
+      for (const leaf of [1, {}, [], { x: 1 }, [1], [[]], { x: {} }]) {
+        const frozen = deepFreeze(nested(2, structuredClone(leaf)));
+        const v = nested(depth, frozen);
+        expect(withinObjectLimits(v)).toBe(checkObjectLimits(v) === undefined);
+      }
+    }
+    // The same frozen value twice: 1 + 2 × (MAX / 2 - 2) + 1 + extra values in all.
+    const many = deepFreeze(withValues(MAX_OBJECT_NODES / 2 - 2));
+    for (const extra of [1, 2, 3]) {
+      const v = { a: many, b: many, c: new Array(extra).fill(0) };
+      expect(withinObjectLimits(v)).toBe(extra <= 2);
+      expect(withinObjectLimits(v)).toBe(checkObjectLimits(v) === undefined);
     }
   });
 
