@@ -540,6 +540,102 @@ describe("defaults on read", () => {
     );
   });
 
+  it("fill what a walk over every member of the value fills (property)", () => {
+    // Every member of each map is looked at, as defaulting was first written.
+    const reference = (value: unknown, s: Schema | undefined): void => {
+      if (!s) return;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          if (value[i] === null && s.items && !s.items.nullable && s.items.default !== undefined) {
+            value[i] = deepClone(s.items.default);
+          }
+          reference(value[i], s.items);
+        }
+        return;
+      }
+      if (typeof value !== "object" || value === null) return;
+      const obj = value as Record<string, unknown>;
+      for (const [k, p] of Object.entries(s.properties ?? {})) {
+        if (p.default === undefined) continue;
+        if (!Object.hasOwn(obj, k) || (obj[k] === null && !p.nullable))
+          obj[k] = deepClone(p.default);
+      }
+      const extra = typeof s.additionalProperties === "object" ? s.additionalProperties : undefined;
+      for (const k of Object.keys(obj)) {
+        const p = s.properties && Object.hasOwn(s.properties, k) ? s.properties[k] : undefined;
+        if (p) reference(obj[k], p);
+        else if (extra) {
+          if (obj[k] === null && !extra.nullable && extra.default !== undefined) {
+            obj[k] = deepClone(extra.default);
+          }
+          reference(obj[k], extra);
+        }
+      }
+    };
+    const schema: Schema = {
+      type: "object",
+      properties: {
+        spec: {
+          type: "object",
+          properties: {
+            replicas: { type: "integer", default: 1 },
+            template: {
+              type: "object",
+              default: {},
+              properties: { tier: { type: "string", default: "web" }, size: { type: "integer" } },
+            },
+            ports: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { protocol: { type: "string", default: "TCP" } },
+              },
+            },
+            limits: {
+              type: "object",
+              additionalProperties: {
+                type: "object",
+                properties: { unit: { type: "string", default: "m" } },
+              },
+            },
+          },
+        },
+      },
+    };
+    const skeleton = defaultsSkeleton(schema)!;
+    const scalar = fc.oneof(fc.integer(), fc.string(), fc.constant(null));
+    const key = fc.constantFrom(
+      "replicas",
+      "template",
+      "ports",
+      "limits",
+      "tier",
+      "constructor",
+      "x",
+    );
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof(
+        { depthSize: "small" },
+        scalar,
+        fc.array(tie("any"), { maxLength: 3 }),
+        fc.dictionary(key, tie("any"), { maxKeys: 4 }),
+      ),
+    })).any;
+    fc.assert(
+      fc.property(value, (spec) => {
+        const expected = { spec: deepClone(spec) };
+        reference(expected, schema);
+        const full = { spec: deepClone(spec) };
+        fillReadDefaults(full, schema);
+        const read = { spec: deepClone(spec) };
+        fillReadDefaults(read, skeleton);
+        expect(full).toEqual(expected);
+        expect(read).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("are one hook per set of defaults, and none without defaults", () => {
     const a = crdToDefinition(crd()).strategy.onRead;
     const b = crdToDefinition(crd({ metadata: { name: "webapps.example.com", generation: 7 } }))

@@ -603,6 +603,16 @@ function fillDefaults(value: unknown, s: Schema | undefined, depth: number): voi
     }
   }
   const extra = isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
+  if (!extra) {
+    // Only declared fields can have defaults below them: walk those the value has.
+    if (!props) return;
+    for (const k in props) {
+      if (Object.hasOwn(props, k) && Object.hasOwn(value, k)) {
+        fillDefaults(value[k], props[k], depth + 1);
+      }
+    }
+    return;
+  }
   for (const k of Object.keys(value)) {
     const prop = declaredProperty(s, k);
     if (prop) {
