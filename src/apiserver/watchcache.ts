@@ -95,6 +95,8 @@ export class CacheEvent {
   #lines: Map<string, string> | undefined;
   #prevAtRev: KubeObject | undefined;
   #cur: KubeObject | undefined;
+  /** The new state's JSON as a string, while the event waits for its flush. */
+  #curJson: string | undefined;
 
   constructor(
     readonly type: EventType,
@@ -108,8 +110,16 @@ export class CacheEvent {
 
   /** The new state, parsed (shared: do not modify). */
   curObject(): KubeObject {
-    this.#cur ??= JSON.parse(this.cur!.json) as KubeObject;
+    this.#cur ??= JSON.parse(this.json("cur")) as KubeObject;
     return this.#cur;
+  }
+
+  /**
+   * Keeps the new state's JSON string (the one its entry was made from) until the
+   * event's flush, so the watchers' renderings need not read it back from the slab.
+   */
+  keepJson(json: string): void {
+    this.#curJson = json;
   }
 
   /** The old state with this event's resourceVersion, as a deletion is reported (shared). */
@@ -123,7 +133,7 @@ export class CacheEvent {
 
   /** The JSON of one side. */
   json(side: EventSide): string {
-    if (side === "cur") return this.cur!.json;
+    if (side === "cur") return this.#curJson ?? this.cur!.json;
     const key = "json:prev";
     let s = this.cachedRendering(key);
     if (s === undefined) {
@@ -162,6 +172,7 @@ export class CacheEvent {
   dropRenderings(): void {
     this.#lines = undefined;
     this.#cur = undefined;
+    this.#curJson = undefined;
     this.#prevAtRev = undefined;
   }
 }
@@ -295,6 +306,8 @@ export class WatchCache {
   #entries = new Map<string, CacheEntry>();
   /** Where the entries' JSON is (replaced with the entries when they are read again). */
   #slabs = new JsonSlabs();
+  /** The JSON string the last entry was made from (see CacheEvent.keepJson). */
+  #madeJson: string | undefined;
   readonly #window: EventWindow;
   readonly #watchers = new Set<CacheWatcher>();
   #storageWatch: Watch | null = null;
@@ -460,11 +473,13 @@ export class WatchCache {
       // Written under the same read hook: reading the value back would add nothing.
       if (hint.onRead === this.def.strategy.onRead) {
         const m = hint.obj.metadata;
+        const json = hint.encoded.withRevision(rev);
+        this.#madeJson = json;
         return new CacheEntry(
           this.#slabs,
           key,
           rev,
-          hint.encoded.withRevision(rev),
+          json,
           m.namespace ?? "",
           m.name ?? "",
           // The written object is not modified afterwards: its labels can be shared.
@@ -481,11 +496,13 @@ export class WatchCache {
     const obj = withResourceVersion(parseStored(value), rev);
     // Once per stored value: every reader and watcher shares the completed object.
     this.def.strategy.onRead?.(obj);
+    const json = JSON.stringify(obj);
+    this.#madeJson = json;
     return new CacheEntry(
       slabs,
       key,
       rev,
-      JSON.stringify(obj),
+      json,
       obj.metadata.namespace ?? "",
       obj.metadata.name ?? "",
       obj.metadata.labels,
@@ -623,6 +640,7 @@ export class WatchCache {
       this.#entries.delete(ev.key);
       if (before) event = new CacheEvent("DELETED", ev.key, ev.revision, null, before);
     } else if (ev.value !== null) {
+      this.#madeJson = undefined;
       const cur = this.#putEntry(ev.key, ev.value, ev.revision);
       if (cur) {
         replaced = this.#entries.get(ev.key);
@@ -639,6 +657,8 @@ export class WatchCache {
       replaced?.release();
       if (evicted) this.oldestRev = evicted.rev;
       if (this.#watchers.size > 0) {
+        if (event.cur !== null && this.#madeJson !== undefined) event.keepJson(this.#madeJson);
+        this.#madeJson = undefined;
         this.#batch.push(event);
         this.#scheduleFlush();
       }
