@@ -258,6 +258,25 @@ describe("watch cache behind the handler", () => {
     await other.close();
   });
 
+  it("lists from memory exactly what storage holds, ASCII or not", async () => {
+    const other = await startHarness();
+    await other.namespace("bytes");
+    const data = [{ a: "plain" }, { a: 'é€😀 \u2028 "q"' }, { a: "x".repeat(3000) }];
+    for (const [i, d] of data.entries()) {
+      await other.post("/api/v1/namespaces/bytes/configmaps", configMap(`b${i}`, d));
+    }
+    const live = await other.get("/api/v1/namespaces/bytes/configmaps");
+    await eventually(async () => {
+      const r = await other.get("/api/v1/namespaces/bytes/configmaps?resourceVersion=0");
+      return r.body.items?.length === data.length;
+    });
+    const cached = await other.get("/api/v1/namespaces/bytes/configmaps?resourceVersion=0");
+    expect(cached.status).toBe(200);
+    expect(cached.body.items).toEqual(live.body.items);
+    expect(cached.body.items.map((o: { data: unknown }) => o.data)).toEqual(data);
+    await other.close();
+  });
+
   it("keeps the watch open for many watchers on one storage watch", async () => {
     const ws = await Promise.all(
       Array.from({ length: 20 }, () =>
