@@ -799,6 +799,7 @@ describe("CEL rules reading only some fields", () => {
           { rule: "!has(self.name) || self.name.startsWith('x')" },
           { rule: "!self.?mode.hasValue() || self.mode != 'off'" },
           { rule: "self.max >= oldSelf.max", message: "max may not drop" },
+          { rule: "!has(self.dash__dash__ed) || self.dash__dash__ed != 7" },
         ],
         properties: {
           min: { type: "integer" },
@@ -822,8 +823,23 @@ describe("CEL rules reading only some fields", () => {
 
   it("know which fields of self and oldSelf the rules read", () => {
     expect(compiled.issues).toEqual([]);
-    expect([...(spec.selfFields ?? [])].sort()).toEqual(["max", "min", "mode", "name"]);
+    expect([...(spec.selfFields ?? [])].sort()).toEqual([
+      "dash__dash__ed",
+      "max",
+      "min",
+      "mode",
+      "name",
+    ]);
     expect([...(spec.oldSelfFields ?? [])]).toEqual(["max"]);
+    // Known at compile time: which declared fields make up the views.
+    expect(spec.selfPicks?.map((p) => p.key).sort()).toEqual([
+      "dash-ed",
+      "max",
+      "min",
+      "mode",
+      "name",
+    ]);
+    expect(spec.oldSelfPicks?.map((p) => p.key)).toEqual(["max"]);
     // size(self) reads self as a whole.
     expect(whole.selfFields).toBeUndefined();
   });
@@ -840,16 +856,24 @@ describe("CEL rules reading only some fields", () => {
       max: opt(fc.integer({ min: -3, max: 3 })),
       name: opt(fc.constantFrom("xa", "yb", "")),
       mode: opt(fc.constantFrom("on", "off")),
-      "dash-ed": opt(fc.integer()),
+      "dash-ed": opt(fc.integer({ min: 6, max: 8 })),
       big: opt(fc.array(fc.integer(), { maxLength: 5 })),
     });
     const objArb = fc.record({
       spec: specArb,
       whole: opt(fc.dictionary(fc.constantFrom("a", "b", "c"), fc.integer({ min: -1, max: 1 }))),
     });
+    // Views made from the fields read, but looked up member by member (no picks).
+    const unpicked = compileSchemaRules(schema).root!;
+    for (const n of [unpicked.properties!.get("spec")!, unpicked.properties!.get("whole")!]) {
+      delete n.selfPicks;
+      delete n.oldSelfPicks;
+    }
     fc.assert(
       fc.property(objArb, fc.option(objArb, { nil: undefined }), (obj, old) => {
-        expect(validateRules(obj, old, compiled.root)).toEqual(validateRules(obj, old, full));
+        const expected = validateRules(obj, old, full);
+        expect(validateRules(obj, old, compiled.root)).toEqual(expected);
+        expect(validateRules(obj, old, unpicked)).toEqual(expected);
       }),
       { numRuns: 300 },
     );

@@ -246,10 +246,51 @@ function celObject(
   return out;
 }
 
-/** `v` as a rule sees it, converting only the fields `only` names when it is an object. */
-function celView(v: unknown, s: Schema, only: ReadonlySet<string> | undefined): unknown {
+/** A declared field a node's rules read: its JSON name, its CEL name and its schema. */
+export interface CelPick {
+  key: string;
+  name: string;
+  schema: Schema;
+}
+
+/**
+ * The declared fields of `s` whose CEL names are in `only`, when those are all of
+ * an object's members celObject(obj, s, 0, only) can keep (the schema declares
+ * properties, no additionalProperties and keeps no unknown fields, and no two
+ * fields share a CEL name); undefined otherwise.
+ */
+function picksOf(s: Schema, only: ReadonlySet<string> | undefined): CelPick[] | undefined {
+  if (only === undefined || !s.properties || s["x-kubernetes-preserve-unknown-fields"]) {
+    return undefined;
+  }
+  if (isObject(s.additionalProperties)) return undefined;
+  const picks: CelPick[] = [];
+  const names = new Set<string>();
+  for (const [key, schema] of Object.entries(s.properties)) {
+    const name = escapeCelName(key);
+    if (name === undefined) continue;
+    if (names.has(name)) return undefined;
+    names.add(name);
+    if (only.has(name)) picks.push({ key, name, schema });
+  }
+  return picks;
+}
+
+/**
+ * `v` as a rule sees it, converting only the fields `only` names when it is an
+ * object (just the `picks`, when given: picksOf(s, only)).
+ */
+function celView(
+  v: unknown,
+  s: Schema,
+  only: ReadonlySet<string> | undefined,
+  picks: readonly CelPick[] | undefined,
+): unknown {
   if (only === undefined || !isObject(v)) return toCel(v, s);
-  return celObject(v, s, 0, only);
+  if (picks === undefined) return celObject(v, s, 0, only);
+  const out = plainObject();
+  for (const p of picks) if (Object.hasOwn(v, p.key)) out[p.name] = toCel(v[p.key], p.schema, 1);
+  return out;
 }
 
 /**
@@ -306,6 +347,10 @@ export interface CelNode {
   selfFields?: ReadonlySet<string>;
   /** The same for oldSelf. */
   oldSelfFields?: ReadonlySet<string>;
+  /** The declared fields self's view is made of, when known at compile time (picksOf). */
+  selfPicks?: CelPick[];
+  /** The same for oldSelf. */
+  oldSelfPicks?: CelPick[];
   properties?: Map<string, CelNode>;
   additionalProperties?: CelNode;
   items?: CelNode;
@@ -712,6 +757,10 @@ function compileNode(
     const oldSelfFields = fieldsRead(asts, "oldSelf");
     if (selfFields) node.selfFields = selfFields;
     if (oldSelfFields) node.oldSelfFields = oldSelfFields;
+    const selfPicks = picksOf(s, selfFields);
+    const oldSelfPicks = picksOf(s, oldSelfFields);
+    if (selfPicks) node.selfPicks = selfPicks;
+    if (oldSelfPicks) node.oldSelfPicks = oldSelfPicks;
   }
   let any = node.rules.length > 0;
   if (s.properties) {
@@ -1018,11 +1067,11 @@ function runRules(
   let self: unknown;
   let oldSelf: unknown;
   try {
-    self = celView(isRoot ? rootView(value, s) : value, s, node.selfFields);
+    self = celView(isRoot ? rootView(value, s) : value, s, node.selfFields, node.selfPicks);
     oldSelf =
       old === undefined || old === null
         ? undefined
-        : celView(isRoot ? rootView(old, s) : old, s, node.oldSelfFields);
+        : celView(isRoot ? rootView(old, s) : old, s, node.oldSelfFields, node.oldSelfPicks);
   } catch (err) {
     state.causes.push(fieldErrors.invalid(path, s.type ?? "", String((err as Error).message)));
     return;
@@ -1109,15 +1158,13 @@ function runRules(
 }
 
 function evaluate(program: ParseResult, ctx: Record<string, unknown>, m: CostMeter): unknown {
-  return withMeter(m, () => {
-    const previous = meter;
-    meter = m;
-    try {
-      return program(ctx);
-    } finally {
-      meter = previous;
-    }
-  });
+  const previous = meter;
+  meter = m;
+  try {
+    return withMeter(m, program, ctx);
+  } finally {
+    meter = previous;
+  }
 }
 
 function messageFrom(

@@ -33,12 +33,12 @@ let current: CostMeter | undefined;
 /** Thrown (one shared instance, no stack) when a rule runs past its cost limit. */
 export const COST_EXCEEDED: Error = new Error("operation cancelled: actual cost limit exceeded");
 
-/** Runs `fn` with `meter` counting the cost of everything it evaluates. */
-export function withMeter<T>(meter: CostMeter, fn: () => T): T {
+/** Runs `fn(arg)` with `meter` counting the cost of everything it evaluates. */
+export function withMeter<A, T>(meter: CostMeter, fn: (arg: A) => T, arg: A): T {
   const previous = current;
   current = meter;
   try {
-    return fn();
+    return fn(arg);
   } finally {
     current = previous;
   }
