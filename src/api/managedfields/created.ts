@@ -81,9 +81,15 @@ export function createdFieldsV1(
   untracked: FieldSet,
 ): FieldsV1 | undefined {
   if (!isMapValue(obj)) return undefined;
-  scratch.length = 0;
-  const out = mapFields(obj, resourceSchema(schema), untracked, false);
-  return out !== undefined && hasMembers(out) ? out : undefined;
+  top = 0;
+  try {
+    const out = mapFields(obj, resourceSchema(schema), untracked, false);
+    return out !== undefined && hasMembers(out) ? out : undefined;
+  } finally {
+    // What the walk left there is not kept alive.
+    scratch.length = 0;
+    top = 0;
+  }
 }
 
 function isMapValue(v: unknown): v is Record<string, unknown> {
@@ -153,6 +159,8 @@ function start(self: boolean): FieldsV1 {
  * number of memos, and nothing is allocated when a memo holds.
  */
 const scratch: (FieldsV1 | undefined)[] = [];
+/** The end of what `scratch` holds (entries above it are stale). */
+let top = 0;
 
 /**
  * Whether map memo `m` holds for `value`: the same own keys in the same order, and
@@ -171,11 +179,11 @@ function mapMemoHolds(
   for (const k in value) {
     if (i >= names.length || names[i] !== k || !Object.hasOwn(value, k)) return false;
     let f: FieldsV1 | undefined;
-    if (base + i < scratch.length) f = scratch[base + i];
+    if (base + i < top) f = scratch[base + i];
     else {
       const v = value[k];
       f = v === undefined ? undefined : fieldNode(k, v, schema, untracked);
-      scratch.push(f);
+      scratch[top++] = f;
     }
     if (f !== m.children[i]) return false;
     i++;
@@ -193,27 +201,27 @@ function mapFields(
   untracked: FieldSet | undefined,
   self: boolean,
 ): FieldsV1 | undefined {
-  const base = scratch.length;
+  const base = top;
   const memos = schema === undefined ? undefined : mapMemos.get(schema);
   if (memos !== undefined) {
     for (let j = 0; j < memos.length; j++) {
       const m = memos[j];
       if (m.self !== self || m.untracked !== untracked) continue;
       if (mapMemoHolds(m, value, schema, untracked, base)) {
-        scratch.length = base;
+        top = base;
         return m.out;
       }
     }
   }
   const names = Object.keys(value);
   // The children not made while comparing with the memos.
-  for (let i = scratch.length - base; i < names.length; i++) {
+  for (let i = top - base; i < names.length; i++) {
     const v = value[names[i]];
     const f = v === undefined ? undefined : fieldNode(names[i], v, schema, untracked);
-    scratch.push(f);
+    scratch[top++] = f;
   }
   const children = scratch.slice(base, base + names.length);
-  scratch.length = base;
+  top = base;
   // "f:" keys sort as their names do.
   const order: number[] = [];
   for (let i = 0; i < names.length; i++) order.push(i);
@@ -257,10 +265,10 @@ function listMemoHolds(
     const k = computeItemKey(value[i], kind, items).key;
     if (k === undefined || k !== keys[i]) return false;
     let f: FieldsV1 | undefined;
-    if (base + i < scratch.length) f = scratch[base + i];
+    if (base + i < top) f = scratch[base + i];
     else {
       f = node(k, value[i], items, untracked);
-      scratch.push(f);
+      scratch[top++] = f;
     }
     if (f !== m.children[i]) return false;
   }
@@ -278,7 +286,7 @@ function listFields(
   self: boolean,
 ): FieldsV1 | undefined {
   const items = itemSchema(schema);
-  const base = scratch.length;
+  const base = top;
   const memos = schema === undefined ? undefined : listMemos.get(schema);
   if (memos !== undefined) {
     const kind = listKind(schema);
@@ -286,14 +294,14 @@ function listFields(
       const m = memos[j];
       if (m.self !== self || m.untracked !== untracked) continue;
       if (listMemoHolds(m, value, kind, items, untracked, base)) {
-        scratch.length = base;
+        top = base;
         return m.out;
       }
     }
   }
   // Items made while comparing (the first ones, in list order).
-  const made = scratch.slice(base);
-  scratch.length = base;
+  const made = scratch.slice(base, top);
+  top = base;
   // Walked once: the items' keys are not worth remembering.
   const index = indexList(value, schema, false);
   if (Array.isArray(index)) return undefined;
