@@ -53,7 +53,8 @@ export interface EncodedObject {
    * The stored JSON with metadata.resourceVersion set to `revision` (no new
    * serialization). The string is flat (one piece of memory, not a chain of the
    * parts it was made of), and asking again for the same revision returns the same
-   * string, so the answer to a write and the watch cache's entry share it.
+   * string, so the answer to a write and the watch cache's event for it (which copies
+   * its bytes into the cache's slabs, src/apiserver/watchslabs.ts) encode it once.
    */
   withRevision(revision: number): string;
 }

@@ -180,18 +180,14 @@ function writeList(scope: RequestScope, r: Renderer, items: KubeObject[], meta: 
 
 /**
  * The list envelope around the entries' JSON, assembled from their bytes in one
- * buffer (no string per item), then read as one string.
+ * buffer (no string per item), sent as it is.
  */
-function rawEntriesList(r: Renderer, entries: readonly CacheEntry[], meta: ListMeta): string {
+function rawEntriesList(r: Renderer, entries: readonly CacheEntry[], meta: ListMeta): Buffer {
   // The envelope of an empty list ends with `[]}`: the items go before its `]}`.
   const empty = rawListJson(r, [], meta);
   const head = empty.slice(0, -2);
   let bytes = Buffer.byteLength(head) + 2 + Math.max(0, entries.length - 1);
-  let ascii = head.length === Buffer.byteLength(head);
-  for (const e of entries) {
-    bytes += e.byteLength;
-    ascii &&= e.ascii;
-  }
+  for (const e of entries) bytes += e.byteLength;
   const out = Buffer.allocUnsafe(bytes);
   let at = out.write(head, 0, "utf8");
   for (let i = 0; i < entries.length; i++) {
@@ -199,7 +195,7 @@ function rawEntriesList(r: Renderer, entries: readonly CacheEntry[], meta: ListM
     at += entries[i].copyTo(out, at);
   }
   out.write("]}", at, "latin1");
-  return out.toString(ascii ? "latin1" : "utf8");
+  return out;
 }
 
 /** Serves a list from the watch cache (resourceVersion "0"). */

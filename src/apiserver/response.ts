@@ -44,17 +44,21 @@ export function setWarnings(res: ServerResponse, warnings: readonly string[]): v
   if (warnings.length > 0 && !res.headersSent) res.setHeader("Warning", warningHeaders(warnings));
 }
 
+function byteLength(body: string | Buffer): number {
+  return typeof body === "string" ? Buffer.byteLength(body) : body.length;
+}
+
 /** Serializes a body in a media type. */
 export function serialize(body: unknown, mediaType: string): string {
   return mediaType === "application/yaml" ? toYaml(body) : JSON.stringify(body);
 }
 
-/** Writes a complete response with a body already serialized. */
+/** Writes a complete response with a body already serialized (text, or its UTF-8 bytes). */
 export function writeRaw(
   res: ServerResponse,
   code: number,
   contentType: string,
-  text: string,
+  text: string | Buffer,
   warnings: readonly string[] = [],
 ): void {
   if (res.headersSent) {
@@ -68,7 +72,7 @@ export function writeRaw(
       "Content-Type",
       contentType,
       "Content-Length",
-      Buffer.byteLength(text),
+      byteLength(text),
       "Cache-Control",
       "no-cache, private",
     ];
@@ -80,7 +84,7 @@ export function writeRaw(
   setWarnings(res, warnings);
   res.statusCode = code;
   res.setHeader("Content-Type", contentType);
-  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.setHeader("Content-Length", byteLength(text));
   if (!res.hasHeader("Cache-Control")) res.setHeader("Cache-Control", "no-cache, private");
   res.end(text);
 }
