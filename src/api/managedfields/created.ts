@@ -86,8 +86,8 @@ export function createdFieldsV1(
     const out = mapFields(obj, resourceSchema(schema), untracked, false);
     return out !== undefined && hasMembers(out) ? out : undefined;
   } finally {
-    // What the walk left there is not kept alive.
-    scratch.length = 0;
+    // What the walk left there is not kept alive (the array keeps its size).
+    scratch.fill(undefined);
     top = 0;
   }
 }
