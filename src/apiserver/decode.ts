@@ -348,26 +348,44 @@ function quotedStrings(text: string): number {
   return quotes / 2;
 }
 
+/**
+ * quotedStrings of the UTF-8 text in `bytes` (a quote byte is always a quote
+ * character in UTF-8), counted over the bytes, which is quicker than over the string.
+ */
+function quotedStringsOfBytes(bytes: Uint8Array): number {
+  let quotes = 0;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0x22) quotes++;
+  return quotes / 2;
+}
+
 /** Parses JSON text; a syntax error is a 400 in Kubernetes' words. */
 export function decodeJson(text: string): Decoded {
-  let value: unknown;
+  return decodedJson(text, parseJson(text));
+}
+
+/** decodeJson of the UTF-8 text `bytes` holds (`text`). */
+function decodeJsonBytes(bytes: Uint8Array, text: string): Decoded {
+  return decodedJson(text, parseJson(text), bytes);
+}
+
+function parseJson(text: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw errors.badRequest(
       `couldn't get version/kind; json parse error: ${(err as Error).message || "invalid JSON"}`,
     );
   }
-  return decodedJson(text, value);
 }
 
-function decodedJson(text: string, value: unknown): Decoded {
+function decodedJson(text: string, value: unknown, bytes?: Uint8Array): Decoded {
   if (value === null || typeof value !== "object") return { value, duplicates: [] };
   // Parsing keeps one of each repeated key and drops the other's value: the parsed
   // value has as many strings as the text has quoted strings only when no key
   // repeats (and no quote is escaped; otherwise the scan tells).
   const strings = countStrings(value, 0);
-  const duplicates = quotedStrings(text) === strings ? [] : findDuplicateJsonKeys(text);
+  const quoted = bytes === undefined ? quotedStrings(text) : quotedStringsOfBytes(bytes);
+  const duplicates = quoted === strings ? [] : findDuplicateJsonKeys(text);
   return { value, duplicates };
 }
 
@@ -481,7 +499,7 @@ export function unsupportedBodyType(accepted: string[] = BODY_MEDIA_TYPES) {
  */
 export function decodeBody(body: Buffer, media: MediaType, allowProtobuf: boolean): Decoded {
   const type = media.type === "" ? "application/json" : media.type;
-  if (type === "application/json") return decodeJson(body.toString("utf8"));
+  if (type === "application/json") return decodeJsonBytes(body, body.toString("utf8"));
   if (type === "application/yaml") return decodeYaml(body.toString("utf8"));
   if (isProtobufContentType(type)) {
     if (!allowProtobuf) {

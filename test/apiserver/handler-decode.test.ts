@@ -1,10 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeJson, decodeYaml, findDuplicateJsonKeys } from "../../src/apiserver/decode.ts";
+import {
+  decodeBody,
+  decodeJson,
+  decodeYaml,
+  findDuplicateJsonKeys,
+} from "../../src/apiserver/decode.ts";
 import { negotiateOutput } from "../../src/apiserver/negotiate.ts";
 import { parseAccept, requestUrl } from "../../src/apiserver/request.ts";
 import { warningHeaders } from "../../src/apiserver/response.ts";
 import { parseRoute } from "../../src/apiserver/routes.ts";
+
+const JSON_MEDIA = { type: "application/json", params: {} } as const;
 
 describe("body decoding", () => {
   it("finds duplicate keys with their paths", () => {
@@ -73,9 +80,25 @@ describe("body decoding", () => {
     fc.assert(
       fc.property(text, (t) => {
         expect(decodeJson(t).duplicates).toEqual(findDuplicateJsonKeys(t));
+        // A body (bytes, its quotes counted there) decodes the same as its text.
+        const body = decodeBody(Buffer.from(t, "utf8"), JSON_MEDIA, false);
+        expect(body.duplicates).toEqual(findDuplicateJsonKeys(t));
+        expect(body.value).toEqual(decodeJson(t).value);
       }),
       { numRuns: 500 },
     );
+    // A byte that starts a UTF-8 sequence right before a quote: the quote is still one.
+    const stray = Buffer.concat([
+      Buffer.from('{"a":"'),
+      Buffer.from([0xc3]),
+      Buffer.from('","a":1}'),
+    ]);
+    expect(decodeBody(stray, JSON_MEDIA, false)).toEqual({ value: { a: 1 }, duplicates: ["a"] });
+    const single = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc3]), Buffer.from('"}')]);
+    expect(decodeBody(single, JSON_MEDIA, false)).toEqual({
+      value: { a: "\ufffd" },
+      duplicates: [],
+    });
     expect(decodeJson('{"a":"x\\"","a":1}').duplicates).toEqual(["a"]);
     expect(decodeJson('{"a" :1,"a":2}').duplicates).toEqual(["a"]);
     expect(decodeJson('{"__proto__":{"a":1,"a":2},"__proto__":3}').duplicates).toEqual([
