@@ -98,6 +98,62 @@ export function encodeObject(obj: KubeObject): EncodedObject {
   };
 }
 
+/** Index just past the JSON string starting at `i` (a quote), or -1 if it does not end. */
+function skipString(json: string, i: number): number {
+  for (let j = i + 1; j < json.length; j++) {
+    const c = json.charCodeAt(j);
+    if (c === 0x5c)
+      j++; // backslash: the next character is escaped
+    else if (c === 0x22) return j + 1;
+  }
+  return -1;
+}
+
+/**
+ * A stored object's JSON with metadata.resourceVersion set to `revision`, made by
+ * inserting it into the text (no parse, no new serialization): what decodeStored
+ * then JSON.stringify would give, up to member order. Only for JSON laid out as
+ * encodeObject writes it (string members, then metadata, an object without a
+ * resourceVersion); undefined for anything else, which the caller decodes instead.
+ */
+export function storedWithRevision(stored: string, revision: number): string | undefined {
+  if (stored.charCodeAt(0) !== 0x7b) return undefined; // {
+  let i = 1;
+  for (;;) {
+    if (stored.charCodeAt(i) !== 0x22) return undefined;
+    const keyEnd = skipString(stored, i);
+    if (keyEnd < 0 || stored.charCodeAt(keyEnd) !== 0x3a) return undefined; // :
+    const key = stored.slice(i, keyEnd);
+    i = keyEnd + 1;
+    if (key === '"metadata"') break;
+    // apiVersion and kind: a string, then a comma.
+    if (stored.charCodeAt(i) !== 0x22) return undefined;
+    i = skipString(stored, i);
+    if (i < 0 || stored.charCodeAt(i) !== 0x2c) return undefined;
+    i++;
+  }
+  if (stored.charCodeAt(i) !== 0x7b) return undefined;
+  const open = i;
+  let depth = 0;
+  for (; i < stored.length; i++) {
+    const c = stored.charCodeAt(i);
+    if (c === 0x22) {
+      const end = skipString(stored, i);
+      if (end < 0) return undefined;
+      if (depth === 1 && stored.startsWith('"resourceVersion"', i)) return undefined;
+      i = end - 1;
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) break;
+    }
+  }
+  if (depth !== 0) return undefined;
+  const rv = `"resourceVersion":${JSON.stringify(String(revision))}`;
+  const empty = i === open + 1;
+  return [stored.slice(0, i), empty ? rv : `,${rv}`, stored.slice(i)].join("");
+}
+
 /**
  * The JSON of objects just written, by object: the answer to a write is this JSON
  * when it is asked for as stored (JSON, storage version), instead of a new

@@ -11,12 +11,14 @@
  * token whose revision was compacted gets 410 with a fresh token that continues at
  * the latest revision from the same key.
  */
+
+import { isEverything } from "../api/labels.ts";
 import type { KubeObject, ListMeta } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
 import { storageVersion } from "../registry/types.ts";
 import { CompactedError, FutureRevisionError, InvalidKeyError } from "../storage/errors.ts";
 import type { KeyValue } from "../storage/store.ts";
-import { decodeStored, parseResourceVersion } from "./codec.ts";
+import { decodeStored, parseResourceVersion, storedWithRevision } from "./codec.ts";
 import type { RequestScope } from "./context.ts";
 import { type ContinueToken, decodeContinueToken, encodeContinueToken } from "./continuetoken.ts";
 import { entryMatches, type ObjectFilter, objectMatches } from "./filter.ts";
@@ -40,7 +42,10 @@ export function filterFor(scope: RequestScope, opts: ListOptions): ObjectFilter 
 
 /** One page of a list read from storage. */
 export interface StorageListResult {
+  /** The objects; empty when read `raw` (then in `json`). */
   items: KubeObject[];
+  /** Read `raw`: each object's JSON as a response sends it, resourceVersion set. */
+  json?: string[];
   revision: number;
   continue?: string;
   remainingItemCount?: number;
@@ -50,11 +55,29 @@ function rel(prefix: string, key: string): string {
   return key.slice(prefix.length);
 }
 
-/** Reads a list (or one page of it) from storage. */
+/**
+ * Whether a list read from storage can send objects as stored (with their
+ * resourceVersion set in the text, see storedWithRevision): JSON of the storage
+ * version, nothing added on read, every object of the collection selected.
+ */
+function listsRaw(scope: RequestScope, filter: ObjectFilter): boolean {
+  return (
+    rendersRaw(scope.renderer, storageVersion(scope.def).name) &&
+    scope.def.strategy.onRead === undefined &&
+    isEverything(filter.labels) &&
+    filter.fields.requirements.length === 0
+  );
+}
+
+/**
+ * Reads a list (or one page of it) from storage; with `raw` (see listsRaw), as the
+ * objects' JSON instead of objects.
+ */
 export async function listFromStorage(
   scope: RequestScope,
   opts: ListOptions,
   filter: ObjectFilter,
+  raw = false,
 ): Promise<StorageListResult> {
   const { store, limits } = scope.ctx;
   const prefix = collectionPrefix(scope.def, scope.namespace);
@@ -83,13 +106,15 @@ export async function listFromStorage(
   }
 
   const items: KubeObject[] = [];
+  const json: string[] = [];
+  let count = 0;
   let pageRevision = 0;
   let lastKey: string | undefined;
   let next: ContinueToken | undefined;
   let remaining: number | undefined;
   try {
     for (;;) {
-      const want = limit > 0 ? limit - items.length : limits.storagePageSize;
+      const want = limit > 0 ? limit - count : limits.storagePageSize;
       const pageSize = after !== undefined ? limits.storagePageSize : want;
       const page = await store.list(prefix, {
         limit: pageSize,
@@ -108,14 +133,25 @@ export async function listFromStorage(
           consumed++;
           continue;
         }
-        if (limit > 0 && items.length >= limit) {
+        if (limit > 0 && count >= limit) {
           full = true;
           break;
         }
         consumed++;
         lastKey = kv.key;
+        if (raw) {
+          json.push(
+            storedWithRevision(kv.value, kv.modRevision) ??
+              JSON.stringify(decodeStored(kv, scope.def)),
+          );
+          count++;
+          continue;
+        }
         const obj = decodeStored(kv, scope.def);
-        if (objectMatches(filter, scope.def, obj)) items.push(obj);
+        if (objectMatches(filter, scope.def, obj)) {
+          items.push(obj);
+          count++;
+        }
       }
       const passedStart = after !== undefined && page.items.some((kv) => kv.key > after!);
       if (full) {
@@ -129,7 +165,7 @@ export async function listFromStorage(
       if (!page.continue) break;
       storeToken = page.continue;
       if (passedStart) after = undefined;
-      if (limit > 0 && items.length >= limit) {
+      if (limit > 0 && count >= limit) {
         if (after === undefined) {
           const last = page.items[page.items.length - 1].key;
           next = { rv: pageRevision, start: rel(prefix, last), store: page.continue };
@@ -163,6 +199,7 @@ export async function listFromStorage(
     items,
     revision: token && token.rv > 0 ? token.rv : pageRevision,
   };
+  if (raw) out.json = json;
   if (next) {
     out.continue = encodeContinueToken(next);
     if (!opts.filtered && remaining !== undefined) out.remainingItemCount = remaining;
@@ -235,9 +272,13 @@ export async function listResource(scope: RequestScope, opts: ListOptions): Prom
     await listFromCache(scope, r, filter);
     return;
   }
-  const page = await listFromStorage(scope, opts, filter);
+  const page = await listFromStorage(scope, opts, filter, listsRaw(scope, filter));
   const meta: ListMeta = { resourceVersion: String(page.revision) };
   if (page.continue) meta.continue = page.continue;
   if (page.remainingItemCount !== undefined) meta.remainingItemCount = page.remainingItemCount;
+  if (page.json) {
+    writeRaw(scope.res, 200, r.output.contentType, rawListJson(r, page.json, meta), scope.warnings);
+    return;
+  }
   writeList(scope, r, page.items, meta);
 }

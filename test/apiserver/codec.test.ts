@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
-import { encodeObject } from "../../src/apiserver/codec.ts";
+import { decodeStored, encodeObject, storedWithRevision } from "../../src/apiserver/codec.ts";
 
 /** Objects with metadata (with or without a resourceVersion), in any key order. */
 const objects = fc
@@ -57,6 +57,41 @@ describe("encodeObject", () => {
     expect(encoded.stored).toBe('{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}');
     expect(encoded.withRevision(7)).toBe(
       '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"resourceVersion":"7"}}',
+    );
+  });
+});
+
+describe("storedWithRevision", () => {
+  it("gives what decoding the stored JSON gives, for anything encodeObject stores (property)", () => {
+    fc.assert(
+      fc.property(objects, fc.nat(), (obj, revision) => {
+        const stored = encodeObject(obj).stored;
+        const json = storedWithRevision(stored, revision);
+        expect(json).toBeDefined();
+        expect(JSON.parse(json as string)).toEqual(
+          decodeStored({ value: stored, modRevision: revision }),
+        );
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("declines JSON of another layout, which the caller decodes instead", () => {
+    for (const stored of [
+      '{"metadata":{"resourceVersion":"3"}}',
+      '{"spec":{},"metadata":{}}',
+      '{"apiVersion":1,"metadata":{}}',
+      '{"apiVersion":"v1","metadata":[]}',
+      '{"apiVersion":"v1","metadata":{"name":"x"',
+      '{"apiVersion":"v1"}',
+      '["metadata"]',
+      "",
+    ]) {
+      expect(storedWithRevision(stored, 5), stored).toBeUndefined();
+    }
+    // A quote or brace inside a string does not end anything.
+    expect(storedWithRevision('{"kind":"a\\"b}","metadata":{"name":"}{\\""},"x":1}', 5)).toBe(
+      '{"kind":"a\\"b}","metadata":{"name":"}{\\"","resourceVersion":"5"},"x":1}',
     );
   });
 });
