@@ -2,7 +2,6 @@
 import { deepClone } from "../api/deepcopy.ts";
 import type { KubeObject } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
-import { withinObjectLimits } from "../registry/crd/limits.ts";
 import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "./body.ts";
 import { convertToStorage } from "./codec.ts";
 import type { RequestScope } from "./context.ts";
@@ -53,7 +52,7 @@ export async function prepareNewObject(
     });
   }
   // The limits' own check (which builds the cause) only for an object past them.
-  if (!withinObjectLimits(obj)) checkLimits(obj, def);
+  checkLimits(obj, def);
   prepareCreate(obj, def, version, now);
   if (trackFields) {
     recordUpdate(null, obj, version.schema, {

@@ -14,7 +14,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from "../api/validation.ts";
-import { checkObjectLimits } from "../registry/objectlimits.ts";
+import { objectLimitsCause } from "../registry/objectlimits.ts";
 import type { ResourceDefinition, VersionDefinition } from "../registry/types.ts";
 import { applySchemaDefaults } from "./schemawalk.ts";
 
@@ -153,7 +153,7 @@ function invalid(def: ResourceDefinition, obj: KubeObject, causes: StatusCause[]
  * validation, whose walks over the object would otherwise do the work first.
  */
 export function checkLimits(obj: unknown, def: ResourceDefinition): void {
-  const cause = checkObjectLimits(obj);
+  const cause = objectLimitsCause(obj);
   if (!cause) return;
   const name =
     typeof obj === "object" && obj !== null && "metadata" in obj

@@ -10,9 +10,9 @@ import type { KubeObject } from "../../api/meta.ts";
 import type { Schema } from "../../api/schema.ts";
 import type { StatusCause } from "../../api/status.ts";
 import { API_VERSION_DESCRIPTION, KIND_DESCRIPTION, objectMetaProperty } from "../builtin/meta.ts";
+import { objectLimitsCause } from "../objectlimits.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
 import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
-import { objectLimitsCause } from "./limits.ts";
 import { isObject } from "./paths.ts";
 import {
   applyDefaultsWith,

@@ -16,8 +16,7 @@ import type { Schema } from "../../api/schema.ts";
 import type { StatusCause } from "../../api/status.ts";
 import { fieldErrors } from "../../api/validation.ts";
 import { objectMetaSchema } from "../builtin/meta.ts";
-import { MAX_OBJECT_DEPTH } from "../objectlimits.ts";
-import { objectLimitsCause } from "./limits.ts";
+import { MAX_OBJECT_DEPTH, objectLimitsCause } from "../objectlimits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
 export { checkObjectLimits, MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../objectlimits.ts";

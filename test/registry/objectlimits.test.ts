@@ -1,10 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { objectLimitsCause, withinObjectLimits } from "../../src/registry/crd/limits.ts";
 import {
   checkObjectLimits,
   MAX_OBJECT_DEPTH,
   MAX_OBJECT_NODES,
+  objectLimitsCause,
+  withinObjectLimits,
 } from "../../src/registry/objectlimits.ts";
 
 /** `leaf` nested `depth` levels down, alternating maps and lists. */
