@@ -1,7 +1,8 @@
 /**
  * Authentication: who is making a request. Setpoint authenticates bearer tokens
  * from a static table (the admin token written at first start, plus those of a
- * token file in Kubernetes' `--token-auth-file` format); requests without a valid
+ * token file in Kubernetes' `--token-auth-file` format) and ServiceAccount tokens
+ * (satokens.ts, issued by `serviceaccounts/token`); requests without a valid
  * token are refused with 401, except the public endpoints (health and version), as
  * in Kubernetes.
  */
@@ -9,6 +10,11 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
+import {
+  SERVICE_ACCOUNTS_GROUP,
+  type ServiceAccountTokens,
+  serviceAccountUserName,
+} from "./satokens.ts";
 
 export interface UserInfo {
   name: string;
@@ -37,6 +43,14 @@ export interface Authenticator {
   authenticate(req: IncomingMessage): UserInfo | undefined;
 }
 
+/** The token of an `Authorization: Bearer <token>` header, if the request has one. */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}
+
 /** Authenticates `Authorization: Bearer <token>` against a fixed table of tokens. */
 export class TokenAuthenticator implements Authenticator {
   private readonly tokens: { token: Buffer; user: UserInfo }[];
@@ -44,15 +58,51 @@ export class TokenAuthenticator implements Authenticator {
     this.tokens = [...tokens].map(([token, user]) => ({ token: Buffer.from(token), user }));
   }
   authenticate(req: IncomingMessage): UserInfo | undefined {
-    const header = req.headers.authorization;
-    if (!header) return undefined;
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) return undefined;
-    const presented = Buffer.from(match[1]!);
+    const bearer = bearerToken(req);
+    if (bearer === undefined) return undefined;
+    const presented = Buffer.from(bearer);
     for (const { token, user } of this.tokens) {
       if (token.length === presented.length && timingSafeEqual(token, presented)) return user;
     }
     return undefined;
+  }
+}
+
+/**
+ * The uid of a ServiceAccount as the server knows it now, or undefined when it does
+ * not exist, is being deleted, or cannot be told yet (the cache is not ready).
+ */
+export type ServiceAccountLookup = (namespace: string, name: string) => string | undefined;
+
+/**
+ * Authenticates ServiceAccount tokens: a bearer JWT whose signature, times and
+ * audience `tokens` accepts, for a ServiceAccount that still exists with the uid
+ * in the token (Kubernetes' bound tokens: deleting or recreating the account
+ * revokes its tokens). The user is `system:serviceaccount:NS:NAME` with the
+ * account's uid, in the groups `system:serviceaccounts` and
+ * `system:serviceaccounts:NS`.
+ */
+export class ServiceAccountTokenAuthenticator implements Authenticator {
+  constructor(
+    private readonly tokens: ServiceAccountTokens,
+    private readonly lookup: ServiceAccountLookup,
+  ) {}
+  authenticate(req: IncomingMessage): UserInfo | undefined {
+    const bearer = bearerToken(req);
+    if (bearer === undefined) return undefined;
+    return this.authenticateToken(bearer);
+  }
+  /** The user of a token, or undefined if it is not a valid ServiceAccount token now. */
+  authenticateToken(token: string, now = new Date()): UserInfo | undefined {
+    const verdict = this.tokens.verify(token, now);
+    if (!verdict.ok) return undefined;
+    const { namespace, name, uid } = verdict;
+    if (this.lookup(namespace, name) !== uid) return undefined;
+    return {
+      name: serviceAccountUserName(namespace, name),
+      uid,
+      groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`],
+    };
   }
 }
 

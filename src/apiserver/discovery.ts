@@ -68,6 +68,18 @@ function subresources(def: ResourceDefinition, version: VersionDefinition): Subr
   for (const extra of def.subresources ?? []) {
     out.push({ name: extra.name, verbs: [...extra.verbs], responseKind: self });
   }
+  for (const creates of def.createSubresources ?? []) {
+    const kind = creates.kind;
+    out.push({
+      name: creates.name,
+      verbs: ["create"],
+      responseKind: {
+        group: kind.group,
+        version: storageVersion(kind).name,
+        kind: kind.names.kind,
+      },
+    });
+  }
   if (version.scale) {
     out.push({
       name: "scale",

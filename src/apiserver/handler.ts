@@ -4,12 +4,13 @@
  * on every registered type — with Kubernetes' semantics, on top of a Store. The
  * HTTP(S) server, authentication and the public endpoints live in server.ts.
  */
+import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { apiVersionOf } from "../api/meta.ts";
 import { errors, failure, type StatusError } from "../api/status.ts";
 import type { Registry } from "../registry/registry.ts";
-import { resourceVerbs } from "../registry/types.ts";
+import { type CreateSubresource, resourceVerbs, storageVersion } from "../registry/types.ts";
 import type { Store } from "../storage/store.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
 import { createResource } from "./create.ts";
@@ -25,6 +26,7 @@ import {
   negotiateAggregatedDiscovery,
 } from "./discovery.ts";
 import { getResource } from "./get.ts";
+import { objectKey } from "./keys.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
 import { parseListOptions } from "./listoptions.ts";
@@ -43,9 +45,12 @@ import { negotiateRenderer } from "./respond.ts";
 import { writeError, writeObject, writeRaw } from "./response.ts";
 import { createReview } from "./review.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
+import { ServiceAccountTokens } from "./satokens.ts";
 import { getScale, patchScale, updateScale } from "./scale.ts";
+import { createServiceAccountToken } from "./tokenrequest.ts";
 import { updateResource } from "./update.ts";
 import { serveWatch } from "./watch.ts";
+import type { CacheEntry } from "./watchcache.ts";
 import { WatchCacheSet } from "./watchcaches.ts";
 import { WatchTracker } from "./watchtracker.ts";
 
@@ -59,6 +64,11 @@ export interface ApiHandlerOptions {
   logger?: Logger;
   /** Bookmark interval, watch cache window, body limit...: named constants with defaults. */
   limits?: Partial<ApiLimits>;
+  /**
+   * Issues the tokens of `serviceaccounts/<name>/token`; default: tokens signed
+   * with a random key, valid until the process ends.
+   */
+  serviceAccountTokens?: ServiceAccountTokens;
 }
 
 export interface ApiHandler {
@@ -69,6 +79,12 @@ export interface ApiHandler {
   handle(req: IncomingMessage, res: ServerResponse, user: UserInfo): Promise<boolean>;
   /** True once the watch caches are primed. */
   ready(): boolean;
+  /**
+   * The uid of the ServiceAccount `namespace/name` as the watch cache holds it;
+   * undefined when there is none, it is being deleted, or the cache is not primed
+   * yet (then nobody can tell). No storage read: cheap enough for every request.
+   */
+  serviceAccountUid(namespace: string, name: string): string | undefined;
   /** Ends every open watch cleanly and stops the watch caches. */
   close(): Promise<void>;
 }
@@ -89,9 +105,39 @@ function methodNotAllowed(): StatusError {
   );
 }
 
+/** What a create subresource is served by: `scope` addresses the parent object. */
+type SubresourceCreator = (scope: RequestScope, sub: CreateSubresource) => Promise<void>;
+
+/** The create subresources the handler implements, by `<group>/<plural>/<name>`. */
+type SubresourceCreators = ReadonlyMap<string, SubresourceCreator>;
+
+function creatorKey(group: string, plural: string, name: string): string {
+  return `${group}/${plural}/${name}`;
+}
+
+/** What authentication needs of a cached ServiceAccount, parsed once per cached state. */
+const accountUids = new WeakMap<CacheEntry, string | null>();
+
+function accountUid(entry: CacheEntry): string | undefined {
+  let uid = accountUids.get(entry);
+  if (uid === undefined) {
+    const meta = (JSON.parse(entry.json) as { metadata?: Record<string, unknown> }).metadata;
+    uid = typeof meta?.uid === "string" && !meta.deletionTimestamp ? meta.uid : null;
+    accountUids.set(entry, uid);
+  }
+  return uid ?? undefined;
+}
+
 /** Creates the handler and starts its watch caches (ready() tells when they are primed). */
 export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHandler> {
   const limits = resolveLimits(opts.limits);
+  const tokens = opts.serviceAccountTokens ?? new ServiceAccountTokens({ key: randomBytes(32) });
+  const creators: SubresourceCreators = new Map<string, SubresourceCreator>([
+    [
+      creatorKey("", "serviceaccounts", "token"),
+      (scope, sub) => createServiceAccountToken(scope, sub, tokens),
+    ],
+  ]);
   const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
   const ctx: ApiContext = {
     store: opts.store,
@@ -115,7 +161,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       const warnings: string[] = [];
       try {
         if (closed) throw errors.unavailable("the server is shutting down");
-        await dispatch(ctx, route, req, res, user, url, warnings);
+        await dispatch(ctx, creators, route, req, res, user, url, warnings);
       } catch (err) {
         respondError(ctx, req, res, err, warnings);
       }
@@ -123,6 +169,14 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     },
     ready() {
       return caches.ready();
+    },
+    serviceAccountUid(namespace, name) {
+      const def = ctx.registry.get("", "serviceaccounts");
+      if (!def || closed) return undefined;
+      const cache = caches.forDef(def);
+      if (!cache.isReady) return undefined;
+      const entry = cache.get(objectKey(def, namespace, name));
+      return entry ? accountUid(entry) : undefined;
     },
     async close() {
       closed = true;
@@ -162,6 +216,7 @@ function respondError(
 
 async function dispatch(
   ctx: ApiContext,
+  creators: SubresourceCreators,
   route: Route,
   req: IncomingMessage,
   res: ServerResponse,
@@ -171,7 +226,7 @@ async function dispatch(
 ): Promise<void> {
   const method = req.method ?? "GET";
   if (route.kind === "resource") {
-    await serveResource(ctx, route, req, res, user, url, warnings);
+    await serveResource(ctx, creators, route, req, res, user, url, warnings);
     return;
   }
   if (method !== "GET") throw methodNotAllowed();
@@ -266,7 +321,8 @@ function verbOf(method: string, route: ResourceRoute, watchParam: boolean): Verb
       if (watchParam) return "watch";
       return named ? "get" : "list";
     case "POST":
-      return named ? null : "create";
+      // A POST to an object's subresource creates it (serviceaccounts/<name>/token).
+      return !named || route.subresource !== undefined ? "create" : null;
     case "PUT":
       return named ? "update" : null;
     case "PATCH":
@@ -281,8 +337,12 @@ function verbOf(method: string, route: ResourceRoute, watchParam: boolean): Verb
 /** Verbs of the status subresource. */
 const STATUS_VERBS = ["get", "update", "patch"];
 
+/** Verbs of a create subresource. */
+const CREATE_VERBS = ["create"];
+
 async function serveResource(
   ctx: ApiContext,
+  creators: SubresourceCreators,
   route: ResourceRoute,
   req: IncomingMessage,
   res: ServerResponse,
@@ -301,13 +361,17 @@ async function serveResource(
 
   // Which verbs the addressed (sub)resource serves.
   let served: readonly string[];
+  let creates: CreateSubresource | undefined;
   if (route.subresource === undefined) served = resourceVerbs(def);
   else if (route.subresource === "status" && version.statusSubresource) served = STATUS_VERBS;
   else if (route.subresource === "scale" && version.scale) served = STATUS_VERBS;
   else {
     const extra = def.subresources?.find((s) => s.name === route.subresource);
-    if (!extra) throw notFound();
-    served = extra.verbs;
+    creates = extra ? undefined : def.createSubresources?.find((s) => s.name === route.subresource);
+    if (extra) served = extra.verbs;
+    else if (creates && creators.has(creatorKey(def.group, def.names.plural, creates.name)))
+      served = CREATE_VERBS;
+    else throw notFound();
   }
   if (route.subresource !== undefined && (verb === "watch" || verb === "list")) throw notFound();
   if (!served.includes(verb)) throw methodNotAllowed();
@@ -320,7 +384,10 @@ async function serveResource(
 
   const how =
     verb === "watch" ? "watch" : verb === "list" || verb === "deletecollection" ? "list" : "object";
-  const renderer = negotiateRenderer(req, def, version, query, how);
+  // A create subresource answers with an object of its own kind.
+  const renderer = creates
+    ? negotiateRenderer(req, creates.kind, storageVersion(creates.kind), query, how)
+    : negotiateRenderer(req, def, version, query, how);
   const scope: RequestScope = {
     ctx,
     renderer,
@@ -348,6 +415,8 @@ async function serveResource(
   }
 
   if (def.review) return createReview(scope, def.review);
+  if (creates)
+    return creators.get(creatorKey(def.group, def.names.plural, creates.name))!(scope, creates);
   if (scope.subresource === "scale") {
     if (verb === "get") return getScale(scope);
     if (verb === "update") return updateScale(scope);

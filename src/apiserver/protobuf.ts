@@ -7,7 +7,8 @@
  *
  * The message definitions are in ./protobuf/*.proto (Kubernetes' package names and
  * field numbers); which message encodes which kind comes from the built-in
- * definitions' `protobufMessage`. DELETE bodies (meta/v1 DeleteOptions, under any
+ * definitions' `protobufMessage`, and from that of the kinds their create
+ * subresources take (authentication.k8s.io/v1 TokenRequest). DELETE bodies (meta/v1 DeleteOptions, under any
  * apiVersion) decode too; like every decoded object they carry `metadata: {}`.
  */
 import { join } from "node:path";
@@ -65,6 +66,8 @@ const POINTER_FIELDS = new Set([
   "k8s.io.api.coordination.v1.LeaseSpec.leaseTransitions",
   "k8s.io.api.coordination.v1.LeaseSpec.strategy",
   "k8s.io.api.coordination.v1.LeaseSpec.preferredHolder",
+  "k8s.io.api.authentication.v1.TokenRequestSpec.expirationSeconds",
+  "k8s.io.api.authentication.v1.TokenRequestSpec.boundObjectRef",
 ]);
 
 /** Scalar fields without `omitempty` in the Go types: always in the JSON. */
@@ -111,7 +114,11 @@ function messageFor(apiVersion: string, kind: string): Type | undefined {
   if (!messagesByKind) {
     const r = loadRoot();
     const m = new Map<string, Type>();
-    for (const def of builtinDefinitions()) {
+    const kinds = builtinDefinitions().flatMap((def) => [
+      def,
+      ...(def.createSubresources ?? []).map((s) => s.kind),
+    ]);
+    for (const def of kinds) {
       if (!def.protobufMessage) continue;
       const type = r.lookupType(def.protobufMessage);
       for (const v of def.versions)

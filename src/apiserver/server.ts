@@ -3,7 +3,7 @@
  * answers the public endpoints (/version, /healthz, /livez, /readyz) and hands
  * everything under /api, /apis and /openapi to the API handler.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
@@ -16,12 +16,14 @@ import {
   type Authenticator,
   generateToken,
   isPublicPath,
+  ServiceAccountTokenAuthenticator,
   TokenAuthenticator,
   type UserInfo,
 } from "./auth.ts";
 import type { TlsMaterial } from "./certs.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "./crds.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "./handler.ts";
+import { ServiceAccountTokens } from "./satokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
 export const DEFAULT_KUBERNETES_MINOR = 32;
@@ -40,8 +42,17 @@ export interface ApiServerOptions {
   port?: number;
   /** Serve https with this material; plain http when absent. */
   tls?: TlsMaterial;
-  /** Who may call; when absent every request is served as an anonymous admin. */
+  /**
+   * Who may call; when absent every request is served as an anonymous admin. When
+   * present, ServiceAccount tokens are accepted too.
+   */
   authenticator?: Authenticator;
+  /**
+   * The key ServiceAccount tokens are signed with (at least 32 bytes; apiservers
+   * sharing storage must share it); default: a random key, so tokens last as long
+   * as the process.
+   */
+  serviceAccountKey?: string | Buffer;
   /** Reported Kubernetes minor version (27..33); default 32. */
   kubernetesMinor?: number;
   logger?: Logger;
@@ -105,6 +116,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   }
   const version = versionInfo(minor);
 
+  const serviceAccountTokens = new ServiceAccountTokens({
+    key: opts.serviceAccountKey ?? randomBytes(32),
+  });
+  // Set below: ServiceAccount tokens are checked against the handler's watch cache.
+  let handler: ApiHandler | undefined;
   let authenticator = opts.authenticator;
   let loopbackToken: string | undefined;
   if (authenticator) {
@@ -113,9 +129,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     loopbackToken = generateToken();
     const loopbackUser: UserInfo = { name: "system:apiserver", groups: ["system:masters"] };
     const loopback = new TokenAuthenticator([[loopbackToken, loopbackUser]]);
+    const accounts = new ServiceAccountTokenAuthenticator(serviceAccountTokens, (ns, name) =>
+      handler?.serviceAccountUid(ns, name),
+    );
     const outer = authenticator;
     authenticator = {
-      authenticate: (req) => outer.authenticate(req) ?? loopback.authenticate(req),
+      authenticate: (req) =>
+        outer.authenticate(req) ?? loopback.authenticate(req) ?? accounts.authenticate(req),
     };
   }
 
@@ -123,17 +143,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   installCrdType(registry);
   await restoreCustomResources(opts.store, registry, logger);
 
-  const handler: ApiHandler = await createApiHandler({
+  const api: ApiHandler = await createApiHandler({
     store: opts.store,
     registry,
     logger,
+    serviceAccountTokens,
     ...(opts.limits ? { limits: opts.limits } : {}),
   });
+  handler = api;
   let closing = false;
 
   const health = (path: string): boolean => {
     if (closing) return false;
-    if (path.startsWith("/readyz")) return handler.ready();
+    if (path.startsWith("/readyz")) return api.ready();
     return true;
   };
 
@@ -159,7 +181,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       }
     }
     const requestId = randomUUID();
-    handler.handle(req, res, user).then(
+    api.handle(req, res, user).then(
       (handled) => {
         if (!handled) sendStatus(res, errors.notFound({ resource: "", name: path }));
       },
@@ -205,7 +227,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     await crds.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    await handler.close();
+    await api.close();
     const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     timer.unref();
     await closed;

@@ -1,6 +1,7 @@
 /**
  * `setpoint up`: runs the control plane. Opens storage, serves the Kubernetes API
- * over https with a generated CA and admin token, creates the system namespaces,
+ * over https with a generated CA and admin token (and ServiceAccount tokens signed
+ * with the data dir's service-account.key), creates the system namespaces,
  * writes a kubeconfig, and shuts down cleanly on SIGINT/SIGTERM.
  */
 
@@ -42,6 +43,9 @@ Flags:
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
   --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
 `;
+
+/** The file in the data dir holding the ServiceAccount token signing key (0600). */
+export const SERVICE_ACCOUNT_KEY_FILE = "service-account.key";
 
 export function parseListen(s: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s);
@@ -120,6 +124,8 @@ export async function up(argv: string[]): Promise<number> {
   const tls = await loadOrCreateTlsMaterial(dataDir, sans);
   const token = await loadOrCreateToken(resolve(dataDir, "admin-token"));
   const admin = { name: "admin", groups: ["system:masters"] };
+  // The key ServiceAccount tokens are signed with (`kubectl create token`).
+  const serviceAccountKey = await loadOrCreateToken(resolve(dataDir, SERVICE_ACCOUNT_KEY_FILE));
 
   const server = await startApiServer({
     store,
@@ -127,6 +133,7 @@ export async function up(argv: string[]): Promise<number> {
     port,
     tls,
     authenticator: new TokenAuthenticator([[token, admin], ...extraTokens]),
+    serviceAccountKey,
     kubernetesMinor,
     logger,
   });

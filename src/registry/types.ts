@@ -130,6 +130,23 @@ export interface ExtraSubresource {
   update(obj: KubeObject, old: KubeObject): KubeObject;
 }
 
+/**
+ * A subresource that a POST creates (verb "create"; Kubernetes' named creater,
+ * e.g. `serviceaccounts/token`): its body is an object of another kind, the answer
+ * (201) is of that kind too, and nothing is stored. The definition names it; the
+ * apiserver implements it (by `<group>/<plural>/<name>`), since it may need what
+ * only the server holds (a signing key).
+ */
+export interface CreateSubresource {
+  name: string;
+  /**
+   * The kind of the request body and of the answer (not registered as a resource):
+   * the body is decoded, field-validated and, with its `protobufMessage`, read from
+   * protobuf as that kind's objects are.
+   */
+  kind: ResourceDefinition;
+}
+
 /** Who sent a request, as a review type sees it. */
 export interface Requester {
   name: string;
@@ -152,6 +169,8 @@ export interface ResourceDefinition {
   verbs?: readonly string[];
   /** Subresources beyond status and scale. */
   subresources?: ExtraSubresource[];
+  /** Subresources a POST creates (answered by the apiserver, nothing stored). */
+  createSubresources?: CreateSubresource[];
   /**
    * Whether a DELETE that removes an object answers with the object (Kubernetes'
    * ReturnDeletedObject: custom resources, Namespaces, ServiceAccounts) rather than

@@ -1,9 +1,10 @@
-/** core/v1 ServiceAccount. */
+/** core/v1 ServiceAccount (subresource `token`: a POST issues a TokenRequest). */
 import { refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, bool } from "./build.ts";
 import { kindSchema } from "./meta.ts";
 import { CORE_V1, localObjectReferenceSchema, objectReferenceSchema } from "./references.ts";
+import { tokenRequestDefinition } from "./tokenrequest.ts";
 
 export const serviceAccountSchema = kindSchema(
   `${CORE_V1}.ServiceAccount`,
@@ -38,6 +39,7 @@ export const serviceAccountDefinition: ResourceDefinition = {
   namespaced: true,
   custom: false,
   protobufMessage: "k8s.io.api.core.v1.ServiceAccount",
+  createSubresources: [{ name: "token", kind: tokenRequestDefinition }],
   versions: [
     {
       name: "v1",
