@@ -205,6 +205,17 @@ describe("setpoint up on SQLite", () => {
       const before = (await request(sp.target, "GET", "/api/v1/namespaces/default/configmaps/kept"))
         .json as Json;
       expect(before.data).toEqual({ answer: "42" });
+      // A ServiceAccount token, signed with the data dir's key (owner-only).
+      const saPath = "/api/v1/namespaces/default/serviceaccounts";
+      expect(
+        (await request(sp.target, "POST", saPath, { body: { metadata: { name: "keeper" } } })).code,
+      ).toBe(201);
+      const issued = await request(sp.target, "POST", `${saPath}/keeper/token`, {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest" },
+      });
+      expect(issued.code, issued.text).toBe(201);
+      const saToken = (issued.json as Json).status.token as string;
+      expect(statSync(join(dataDir, "service-account.key")).mode & 0o777).toBe(0o600);
       const exit = await sp.stop("SIGTERM");
       expect([exit.code, exit.signal], exit.stderr).toEqual([0, null]);
 
@@ -220,6 +231,13 @@ describe("setpoint up on SQLite", () => {
         creationTimestamp: before.metadata.creationTimestamp,
       });
       expect(after.data).toEqual({ answer: "42" });
+      // The token is still good: the key was kept.
+      const asKeeper: Target = { ...again.target, token: saToken };
+      await until(
+        async () =>
+          (await request(asKeeper, "GET", "/api/v1/namespaces/default/configmaps")).code === 200,
+        "the ServiceAccount token to be accepted after the restart",
+      );
       // The system namespaces are there once, and kubectl works with the rewritten kubeconfig.
       expect(names(await k.ok(["get", "ns", "-o", "name"]))).toEqual(SYSTEM_NAMESPACES);
       expect(await k.ok(["get", "cm", "kept", "-o", "jsonpath={.data.answer}"])).toBe("42");
