@@ -6,7 +6,9 @@
  *   Foreground and Orphan deletion (./garbagecollector/collector.ts);
  * - `namespace`: empties a namespace being deleted, then finalizes it
  *   (./namespace.ts);
- * - `event-ttl`: deletes Events once they are older than the TTL (./eventttl.ts).
+ * - `event-ttl`: deletes Events once they are older than the TTL (./eventttl.ts);
+ * - `serviceaccount`: gives every namespace a `default` ServiceAccount
+ *   (./serviceaccounts.ts).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -34,6 +36,11 @@ import {
   NamespaceController,
   type NamespaceControllerOptions,
 } from "./namespace.ts";
+import {
+  SERVICE_ACCOUNT_CONTROLLER,
+  ServiceAccountController,
+  type ServiceAccountControllerOptions,
+} from "./serviceaccounts.ts";
 
 export type { BuiltinController } from "./builtin.ts";
 export {
@@ -59,12 +66,19 @@ export {
   NamespaceController,
   type NamespaceControllerOptions,
 } from "./namespace.ts";
+export {
+  DEFAULT_SERVICE_ACCOUNT,
+  SERVICE_ACCOUNT_CONTROLLER,
+  ServiceAccountController,
+  type ServiceAccountControllerOptions,
+} from "./serviceaccounts.ts";
 
 /** Settings of every built-in controller. */
 export interface BuiltinOptions {
   gc?: GarbageCollectorOptions;
   namespace?: NamespaceControllerOptions;
   eventTtl?: EventTtlOptions;
+  serviceAccount?: ServiceAccountControllerOptions;
   logger?: Logger;
 }
 
@@ -75,6 +89,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [GARBAGE_COLLECTOR]: (o) => new GarbageCollector({ logger: o.logger, ...o.gc }),
   [NAMESPACE_CONTROLLER]: (o) => new NamespaceController(o.namespace),
   [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
+  [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
 };
 
 /** Names of the built-in controllers. */

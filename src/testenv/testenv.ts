@@ -45,7 +45,7 @@ export interface TestEnvOptions {
    * Built-in controllers to run beside the apiserver: `true` (default) for the
    * garbage collector and the namespace controller, `false` for none (the
    * apiserver alone), or a list of names ("garbage-collector", "namespace",
-   * "event-ttl").
+   * "event-ttl", "serviceaccount").
    */
   controllers?: boolean | readonly string[];
 }

@@ -73,13 +73,13 @@ describe("setpoint controller-manager", () => {
     const r = await runSetpoint(["controller-manager", "--disable", "gc"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unknown controller "gc"');
-    expect(r.stderr).toContain("garbage-collector, namespace, event-ttl");
+    expect(r.stderr).toContain("garbage-collector, namespace, event-ttl, serviceaccount");
   });
 
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
     const { proc, client } = await up([]);
     expect(proc.stdout()).toContain(
-      "Built-in controllers: garbage-collector, namespace, event-ttl",
+      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount",
     );
     await controllersAct(client);
     const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
@@ -120,7 +120,9 @@ describe("setpoint controller-manager", () => {
       "controller-manager started",
       30_000,
     );
-    expect(stdout).toContain("running garbage-collector, namespace against https://");
+    expect(stdout).toContain(
+      "running garbage-collector, namespace, serviceaccount against https://",
+    );
     await eventually(
       async () => (await fetch(`http://${health}/readyz`)).status === 200,
       "ready",

@@ -46,7 +46,12 @@ async function remaining(ns: string): Promise<number> {
 
 describe("controller manager", () => {
   it("names its controllers and refuses unknown names", () => {
-    expect(BUILTIN_CONTROLLER_NAMES).toEqual(["garbage-collector", "namespace", "event-ttl"]);
+    expect(BUILTIN_CONTROLLER_NAMES).toEqual([
+      "garbage-collector",
+      "namespace",
+      "event-ttl",
+      "serviceaccount",
+    ]);
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
     );
@@ -54,7 +59,7 @@ describe("controller manager", () => {
 
   it("runs without a controller switched off by name", async () => {
     const m = await start({ disabled: ["garbage-collector"] });
-    expect(m.names).toEqual(["namespace", "event-ttl"]);
+    expect(m.names).toEqual(["namespace", "event-ttl", "serviceaccount"]);
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
     await env.client.delete(CM, "owner", ns);
