@@ -4,6 +4,7 @@
  * modRevision is the resourceVersion); reading sets it back. Versions of one type
  * share a schema shape here (conversion "None"): converting rewrites apiVersion.
  */
+import { randomBytes } from "node:crypto";
 import { apiVersionOf, type KubeObject } from "../api/meta.ts";
 import { errors } from "../api/status.ts";
 import type { ResourceDefinition } from "../registry/types.ts";
@@ -65,17 +66,12 @@ export interface EncodedObject {
  * on while the write waits for storage).
  */
 export function encodeObject(obj: KubeObject): EncodedObject {
-  let metadata: Omit<KubeObject["metadata"], "resourceVersion"> = obj.metadata;
-  if (obj.metadata.resourceVersion !== undefined) {
-    const { resourceVersion: _rv, ...rest } = obj.metadata;
-    metadata = rest;
-  }
   const { apiVersion, kind, metadata: _m, ...rest } = obj;
   let head = "{";
   if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
   if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
   head += '"metadata":';
-  const meta = JSON.stringify(metadata);
+  const meta = metadataJson(obj.metadata);
   const restJson = JSON.stringify(rest);
   // Array.join makes a flat string; `+` would make a tree of the parts.
   const stored = [head, meta, restJson === "{}" ? "}" : `,${restJson.slice(1)}`].join("");
@@ -96,6 +92,150 @@ export function encodeObject(obj: KubeObject): EncodedObject {
       return lastJson;
     },
   };
+}
+
+/**
+ * The JSON of deeply frozen values (the FieldsV1 that new objects of one shape
+ * share, src/api/managedfields/created.ts), made once per value: a frozen value
+ * whose members are all deeply frozen (data, no getters) can never change.
+ * False: not deeply frozen when looked at (stringified each time from then on).
+ */
+const frozenJson = new WeakMap<object, string | false>();
+
+/**
+ * Most values of a frozen object looked at to tell whether it is deeply frozen,
+ * once per object; the JSON of larger ones is not remembered.
+ */
+const MAX_FROZEN_CHECK_NODES = 10_000;
+
+/** Whether `v` and everything below it are frozen plain objects, arrays or primitives. */
+function deeplyFrozen(v: unknown, budget: { left: number }): boolean {
+  if (typeof v !== "object" || v === null) return typeof v !== "function";
+  if (--budget.left < 0 || !Object.isFrozen(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (Array.isArray(v)) {
+    if (proto !== Array.prototype) return false;
+    for (let i = 0; i < v.length; i++) {
+      if (Object.getOwnPropertyDescriptor(v, i)?.get !== undefined) return false;
+      if (!deeplyFrozen(v[i], budget)) return false;
+    }
+    return true;
+  }
+  if (proto !== Object.prototype && proto !== null) return false;
+  const o = v as Record<string, unknown>;
+  for (const k in o) {
+    if (!Object.hasOwn(o, k)) continue;
+    // A getter may answer differently each time.
+    if (Object.getOwnPropertyDescriptor(o, k)?.get !== undefined) return false;
+    if (!deeplyFrozen(o[k], budget)) return false;
+  }
+  return true;
+}
+
+/**
+ * JSON.stringify(v), remembered for a deeply frozen object: a managed fields
+ * entry's FieldsV1, most of the time the very object of the object written before.
+ */
+function valueJson(v: unknown): string | undefined {
+  if (typeof v !== "object" || v === null || !Object.isFrozen(v)) return JSON.stringify(v);
+  const known = frozenJson.get(v);
+  if (typeof known === "string") return known;
+  const json = JSON.stringify(v);
+  if (known === undefined) {
+    frozenJson.set(v, deeplyFrozen(v, { left: MAX_FROZEN_CHECK_NODES }) ? json : false);
+  }
+  return json;
+}
+
+/**
+ * Stands for a member's value while the rest of its object is stringified (a
+ * string no one sends: random per process); the member's JSON is spliced in its
+ * place. Found more than once, the object is stringified whole instead.
+ */
+const SPLICE_MARK = JSON.stringify(`setpoint-json-splice-${randomBytes(12).toString("hex")}`);
+const SPLICE_VALUE = JSON.parse(SPLICE_MARK) as string;
+
+/** A plain object (or array): no toJSON of its own, JSON.stringify writes its members. */
+function isPlain(v: object): boolean {
+  const proto = Object.getPrototypeOf(v);
+  return (
+    (proto === Object.prototype || proto === null || proto === Array.prototype) &&
+    typeof (v as { toJSON?: unknown }).toJSON !== "function"
+  );
+}
+
+/**
+ * JSON.stringify(`o`) with member `key` (present) written as `json` and member
+ * `omit` left out, byte for byte; undefined when `o` or the member is not plain
+ * or the mark occurs elsewhere, for the caller to stringify it whole.
+ */
+function spliceMember(
+  o: Record<string, unknown>,
+  key: string,
+  json: string,
+  omit?: string,
+): string | undefined {
+  const copy: Record<string, unknown> = { ...o, [key]: SPLICE_VALUE };
+  if (omit !== undefined && copy[omit] !== undefined) copy[omit] = undefined;
+  const text = JSON.stringify(copy);
+  const at = text.indexOf(SPLICE_MARK);
+  if (at < 0 || text.indexOf(SPLICE_MARK, at + SPLICE_MARK.length) >= 0) return undefined;
+  return [text.slice(0, at), json, text.slice(at + SPLICE_MARK.length)].join("");
+}
+
+/**
+ * What JSON.stringify writes for `entry` as an item of a managed fields list, its
+ * FieldsV1 through valueJson; undefined for an object with a toJSON of its own
+ * (JSON.stringify calls it with the item's index: the caller stringifies the list).
+ */
+function entryJson(entry: unknown): string | undefined {
+  if (typeof entry !== "object" || entry === null) {
+    // As in JSON.stringify, what has no JSON is null in a list.
+    return JSON.stringify(entry) ?? "null";
+  }
+  if (!isPlain(entry)) return undefined;
+  const fields = (entry as { fieldsV1?: unknown }).fieldsV1;
+  if (
+    !Array.isArray(entry) &&
+    typeof fields === "object" &&
+    fields !== null &&
+    Object.isFrozen(fields) &&
+    isPlain(fields)
+  ) {
+    const json = spliceMember(
+      entry as Record<string, unknown>,
+      "fieldsV1",
+      valueJson(fields) as string,
+    );
+    if (json !== undefined) return json;
+  }
+  return JSON.stringify(entry);
+}
+
+/**
+ * JSON.stringify of `metadata` without its resourceVersion, byte for byte, with
+ * the FieldsV1 of its managed fields written once per shared frozen object
+ * (most of a new object's metadata JSON otherwise).
+ */
+function metadataJson(metadata: KubeObject["metadata"]): string {
+  const list: unknown = metadata.managedFields;
+  if (Array.isArray(list) && isPlain(metadata) && isPlain(list)) {
+    const parts: string[] = [];
+    for (let i = 0; i < list.length; i++) {
+      const json = entryJson(list[i]);
+      if (json === undefined) break;
+      parts.push(`${i === 0 ? "[" : ","}${json}`);
+    }
+    if (parts.length === list.length) {
+      const json = parts.length === 0 ? "[]" : `${parts.join("")}]`;
+      const meta = metadata as Record<string, unknown>;
+      const out = spliceMember(meta, "managedFields", json, "resourceVersion");
+      if (out !== undefined) return out;
+    }
+  }
+  if (metadata.resourceVersion === undefined) return JSON.stringify(metadata);
+  const { resourceVersion: _rv, ...rest } = metadata;
+  return JSON.stringify(rest);
 }
 
 /** Index just past the JSON string starting at `i` (a quote), or -1 if it does not end. */

@@ -95,3 +95,109 @@ describe("storedWithRevision", () => {
     );
   });
 });
+
+/** The stored JSON as encodeObject wrote it with one JSON.stringify of the metadata. */
+function storedByStringify(obj: KubeObject): string {
+  const { resourceVersion: _rv, ...metadata } = obj.metadata;
+  const { apiVersion, kind, metadata: _m, ...rest } = obj;
+  let head = "{";
+  if (apiVersion !== undefined) head += `"apiVersion":${JSON.stringify(apiVersion)},`;
+  if (kind !== undefined) head += `"kind":${JSON.stringify(kind)},`;
+  const restJson = JSON.stringify(rest);
+  return `${head}"metadata":${JSON.stringify(metadata)}${restJson === "{}" ? "}" : `,${restJson.slice(1)}`}`;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null) {
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+/** FieldsV1-like values: deeply frozen (shared), frozen on top only, or not frozen. */
+const fieldsValues = fc
+  .tuple(
+    fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })),
+    fc.constantFrom("deep", "top", "none"),
+  )
+  .map(([v, how]) => {
+    if (how === "deep") return deepFreeze(v);
+    if (how === "top") return Object.freeze({ ...v, child: { "f:x": {} } });
+    return v;
+  });
+
+/** What a managedFields list may hold: entries as written, and anything else a client sends. */
+const entries = fc.oneof(
+  fc
+    .tuple(
+      fc.dictionary(fc.constantFrom("manager", "operation", "time", "x"), fc.jsonValue()),
+      fieldsValues,
+      fc.boolean(),
+    )
+    .map(([e, fieldsV1, fieldsFirst]) => (fieldsFirst ? { fieldsV1, ...e } : { ...e, fieldsV1 })),
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.constant(undefined),
+  fc.constant({ toJSON: (key: string) => `entry ${key}` }),
+  fc.constant(new Date(0)),
+  fc.constant({ fieldsV1: Object.freeze({ toJSON: (key: string) => `fields ${key}` }) }),
+);
+
+/** Metadata with managed fields, a resourceVersion or not, and members of every sort, in any order. */
+const withManagedFields = fc
+  .tuple(
+    fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+    fc.array(entries, { maxLength: 4 }),
+    fc.option(fc.string(), { nil: undefined }),
+    fc.nat(5),
+    fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+    fc.boolean(),
+  )
+  .map(([meta, managedFields, rv, at, rest, withDate]) => {
+    const metadata: Record<string, unknown> = {};
+    const keys = Object.keys(meta);
+    keys.splice(Math.min(at, keys.length), 0, "managedFields");
+    for (const k of keys) metadata[k] = k === "managedFields" ? managedFields : meta[k];
+    if (rv !== undefined) metadata.resourceVersion = rv;
+    if (withDate) metadata.creationTimestamp = new Date(86_400_000);
+    return { apiVersion: "v1", kind: "Widget", metadata, ...rest } as unknown as KubeObject;
+  });
+
+describe("encodeObject with managed fields", () => {
+  it("stores what one JSON.stringify of the metadata gives, byte for byte (property)", () => {
+    fc.assert(
+      fc.property(withManagedFields, (obj) => {
+        const first = encodeObject(obj).stored;
+        expect(first).toBe(storedByStringify(obj));
+        // Again, now that frozen FieldsV1 are remembered; a changed child of a
+        // FieldsV1 frozen on top only shows.
+        for (const e of obj.metadata.managedFields ?? []) {
+          const child = (e?.fieldsV1 as { child?: Record<string, unknown> } | undefined)?.child;
+          if (child !== undefined && !Object.isFrozen(child)) child["f:y"] = {};
+        }
+        expect(encodeObject(obj).stored).toBe(storedByStringify(obj));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("writes a FieldsV1 shared between objects as it is in each", () => {
+    const fieldsV1 = deepFreeze({ "f:metadata": { "f:labels": { "f:a": {} } }, 'k:{"x":1}': {} });
+    const make = (name: string) =>
+      ({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: {
+          name,
+          managedFields: [{ manager: name, operation: "Update", fieldsType: "FieldsV1", fieldsV1 }],
+        },
+      }) as KubeObject;
+    for (const name of ["a", 'b"c', "a"]) {
+      const obj = make(name);
+      expect(encodeObject(obj).stored).toBe(storedByStringify(obj));
+      expect(JSON.parse(encodeObject(obj).stored).metadata.managedFields[0].fieldsV1).toEqual(
+        fieldsV1,
+      );
+    }
+  });
+});
