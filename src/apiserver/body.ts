@@ -6,7 +6,6 @@
  * dropped in every mode.
  */
 import type { KubeObject } from "../api/meta.ts";
-import type { Schema } from "../api/schema.ts";
 import { errors, type StatusCause } from "../api/status.ts";
 import { fieldErrors } from "../api/validation.ts";
 import type { RequestScope } from "./context.ts";
@@ -133,25 +132,13 @@ export function validateFields(
 ): void {
   const { def, version } = scope;
   const kind = def.names.kind;
+  // Metadata is ObjectMeta for every type: decoded strictly, also in a custom resource.
   const result = checkAgainstSchema(obj, version.schema, {
     checkTypes: !def.custom,
     dropNulls: !def.custom,
+    strictMetadata: def.custom,
     kind,
   });
-  if (def.custom) {
-    // Metadata is ObjectMeta for every type: decode it strictly.
-    const metaSchema = version.schema.properties?.metadata;
-    if (metaSchema) {
-      const wrapper: Schema = { type: "object", properties: { metadata: metaSchema } };
-      const meta = checkAgainstSchema({ metadata: obj.metadata }, wrapper, {
-        checkTypes: true,
-        dropNulls: true,
-        kind,
-      });
-      result.typeErrors.push(...meta.typeErrors);
-      result.unknown.push(...meta.unknown);
-    }
-  }
   if (result.typeErrors.length > 0) throw cannotHandle(scope, kind, result.typeErrors[0]);
   if (typeof obj.metadata !== "object" || obj.metadata === null || Array.isArray(obj.metadata)) {
     throw cannotHandle(

@@ -24,6 +24,32 @@ export interface SchemaCheckOptions {
   dropNulls: boolean;
   /** The kind, for messages. */
   kind: string;
+  /**
+   * For a walk that neither checks types nor drops nulls (custom resources): the
+   * top-level `metadata`, when the schema declares it, is also read as ObjectMeta
+   * is for every type, with its types checked and its nulls dropped, in the same
+   * walk. The result is what a second, strict walk of the metadata alone (after
+   * this one) would add: its type errors, after this walk's, and its nulls gone.
+   */
+  strictMetadata?: boolean;
+}
+
+/**
+ * How a walk treats what it meets: the options, or for metadata read strictly
+ * after a lenient walk (strictMetadata), both at once.
+ */
+interface WalkMode {
+  checkTypes: boolean;
+  dropNulls: boolean;
+  kind: string;
+  /**
+   * Set for the strict reading of metadata after a lenient walk: the lenient walk
+   * reports (and removes) an undeclared field before nulls are dropped, and goes
+   * on below a value of the wrong type, in this mode (the strict one stops there).
+   */
+  afterLenient?: WalkMode;
+  /** The mode of the top-level metadata (strictMetadata). */
+  metadata?: WalkMode;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -99,7 +125,20 @@ export function checkAgainstSchema(
   opts: SchemaCheckOptions,
 ): SchemaCheck {
   const out: SchemaCheck = { unknown: [], typeErrors: [] };
-  walk(obj, schema, [], opts, out, 0, true);
+  const mode: WalkMode = {
+    checkTypes: opts.checkTypes,
+    dropNulls: opts.dropNulls,
+    kind: opts.kind,
+  };
+  const metaSchema = opts.strictMetadata ? schema.properties?.metadata : undefined;
+  if (metaSchema !== undefined) {
+    mode.metadata = { checkTypes: true, dropNulls: true, kind: opts.kind, afterLenient: mode };
+  }
+  walk(obj, schema, [], mode, out, 0, true);
+  if (mode.metadata !== undefined && metaSchema !== undefined && !Object.hasOwn(obj, "metadata")) {
+    // Read strictly, absent metadata is an undefined value (of the wrong type).
+    walk(undefined, metaSchema, ["metadata"], mode.metadata, out, 1, false);
+  }
   return out;
 }
 
@@ -118,30 +157,31 @@ function walk(
   value: unknown,
   schema: Schema,
   path: PathStack,
-  opts: SchemaCheckOptions,
+  mode: WalkMode,
   out: SchemaCheck,
   depth: number,
   top: boolean,
 ): void {
   if (depth > MAX_SCHEMA_WALK_DEPTH) return;
-  if (opts.checkTypes && value !== null && !typeMatches(value, schema)) {
+  if (mode.checkTypes && value !== null && !typeMatches(value, schema)) {
     if (schema.format === "date-time" && typeof value === "string") {
       out.typeErrors.push(
         `parsing time ${JSON.stringify(value)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(value)} as a time in RFC 3339 form`,
       );
     } else {
       out.typeErrors.push(
-        `json: cannot unmarshal ${jsonType(value)} into Go struct field ${opts.kind}.${render(path)} of type ${goType(schema)}`,
+        `json: cannot unmarshal ${jsonType(value)} into Go struct field ${mode.kind}.${render(path)} of type ${goType(schema)}`,
       );
     }
-    return;
+    if (mode.afterLenient === undefined) return;
+    mode = mode.afterLenient;
   }
   if (Array.isArray(value)) {
     const items = schema.items;
     if (items) {
       for (let i = 0; i < value.length; i++) {
         path.push(i);
-        walk(value[i], items, path, opts, out, depth + 1, false);
+        walk(value[i], items, path, mode, out, depth + 1, false);
         path.pop();
       }
     }
@@ -152,29 +192,43 @@ function walk(
   const props = schema.properties;
   const extra = schema.additionalProperties;
   const embedded = schema["x-kubernetes-embedded-resource"] === true;
-  for (const key of Object.keys(value)) {
+  // Nulls are dropped first, unless undeclared ones are reported first (afterLenient).
+  const dropFirst = mode.dropNulls && mode.afterLenient === undefined;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     const child = value[key];
-    if (child === null && opts.dropNulls) {
+    if (child === null && dropFirst) {
       delete value[key];
       continue;
     }
     const known = props !== undefined && Object.hasOwn(props, key) ? props[key] : undefined;
     const next = known ?? (typeof extra === "object" ? extra : undefined);
-    if (next) {
+    if (
+      next === undefined &&
+      extra !== true &&
+      !preserve &&
+      !((embedded || top) && (key === "apiVersion" || key === "kind" || key === "metadata")) &&
+      (props !== undefined || schema.type !== undefined) // an untyped schema accepts anything
+    ) {
       path.push(key);
-      walk(child, next, path, opts, out, depth + 1, false);
+      out.unknown.push(render(path));
       path.pop();
+      delete value[key];
       continue;
     }
-    if (extra === true || preserve) continue;
-    if ((embedded || top) && (key === "apiVersion" || key === "kind" || key === "metadata")) {
+    if (child === null && mode.dropNulls) {
+      delete value[key];
       continue;
     }
-    if (!props && schema.type === undefined) continue; // an untyped schema accepts anything
-    path.push(key);
-    out.unknown.push(render(path));
-    path.pop();
-    delete value[key];
+    if (next !== undefined) {
+      path.push(key);
+      const childMode =
+        top && key === "metadata" && known !== undefined && mode.metadata !== undefined
+          ? mode.metadata
+          : mode;
+      walk(child, next, path, childMode, out, depth + 1, false);
+      path.pop();
+    }
   }
 }
 
