@@ -4,11 +4,11 @@
  * validation, and the token it returns authenticating as the ServiceAccount until
  * the account is deleted or recreated.
  */
-import https from "node:https";
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
 import { PROTOBUF_MAGIC } from "../../src/apiserver/protobuf.ts";
 import { ServiceAccountTokens } from "../../src/apiserver/satokens.ts";
+import { request } from "../e2e/helpers/http.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
@@ -26,47 +26,18 @@ interface Reply {
 }
 
 /** One request to the test server, as `token` (default: the admin). */
-function call(
+async function call(
   method: string,
   path: string,
   body?: unknown,
   opts: { token?: string; contentType?: string } = {},
 ): Promise<Reply> {
-  const data =
-    body === undefined
-      ? undefined
-      : Buffer.isBuffer(body)
-        ? body
-        : typeof body === "string"
-          ? Buffer.from(body)
-          : Buffer.from(JSON.stringify(body));
-  const headers: Record<string, string> = {
-    Accept: "application/json",
-    Authorization: `Bearer ${opts.token ?? srv.token}`,
-  };
-  if (data) headers["Content-Type"] = opts.contentType ?? "application/json";
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      new URL(path, srv.url),
-      { method, headers, ca: srv.caCert, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown = text;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            // not JSON
-          }
-          resolve({ code: res.statusCode ?? 0, body: parsed });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(data);
+  const target = { url: srv.url, ca: srv.caCert, token: opts.token ?? srv.token };
+  const r = await request(target, method, path, {
+    ...(body !== undefined ? { body } : {}),
+    ...(opts.contentType ? { headers: { "Content-Type": opts.contentType } } : {}),
   });
+  return { code: r.code, body: r.json ?? r.text };
 }
 
 async function createAccount(name: string): Promise<string> {

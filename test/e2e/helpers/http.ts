@@ -22,6 +22,7 @@ export interface HttpResult {
 }
 
 export interface HttpOptions {
+  /** Sent as is when a string or Buffer, else as JSON. */
   body?: unknown;
   headers?: Record<string, string>;
   /** Send the request without the target's token. */
@@ -39,7 +40,7 @@ export function request(
   const data =
     opts.body === undefined
       ? undefined
-      : typeof opts.body === "string"
+      : typeof opts.body === "string" || Buffer.isBuffer(opts.body)
         ? opts.body
         : JSON.stringify(opts.body);
   const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
