@@ -133,18 +133,35 @@ function deeplyFrozen(v: unknown, budget: { left: number }): boolean {
 }
 
 /**
- * JSON.stringify(v), remembered for a deeply frozen object: a managed fields
- * entry's FieldsV1, most of the time the very object of the object written before.
+ * The JSON of `v` when it is a deeply frozen object, remembered (made on first
+ * sight); undefined for anything else.
  */
-function valueJson(v: unknown): string | undefined {
-  if (typeof v !== "object" || v === null || !Object.isFrozen(v)) return JSON.stringify(v);
+function frozenJsonOf(v: unknown): string | undefined {
+  if (typeof v !== "object" || v === null || !Object.isFrozen(v)) return undefined;
   const known = frozenJson.get(v);
-  if (typeof known === "string") return known;
-  const json = JSON.stringify(v);
-  if (known === undefined) {
-    frozenJson.set(v, deeplyFrozen(v, { left: MAX_FROZEN_CHECK_NODES }) ? json : false);
+  if (known !== undefined) return known === false ? undefined : known;
+  if (!deeplyFrozen(v, { left: MAX_FROZEN_CHECK_NODES })) {
+    frozenJson.set(v, false);
+    return undefined;
   }
+  const json = JSON.stringify(v);
+  frozenJson.set(v, json);
   return json;
+}
+
+/**
+ * Shortest remembered FieldsV1 JSON worth splicing into the metadata's: splicing
+ * costs about as much as stringifying some 300 characters of FieldsV1 (its keys
+ * are mostly escaped quotes), so shorter ones (a ConfigMap's) are stringified
+ * with the rest of the metadata, as before.
+ */
+export const MIN_SPLICED_FIELDS_JSON = 512;
+
+/** A remembered FieldsV1 JSON of `entry` long enough to splice, if it has one. */
+function splicedFieldsJson(entry: unknown): string | undefined {
+  if (typeof entry !== "object" || entry === null) return undefined;
+  const json = frozenJsonOf((entry as { fieldsV1?: unknown }).fieldsV1);
+  return json !== undefined && json.length >= MIN_SPLICED_FIELDS_JSON ? json : undefined;
 }
 
 /**
@@ -185,8 +202,9 @@ function spliceMember(
 
 /**
  * What JSON.stringify writes for `entry` as an item of a managed fields list, its
- * FieldsV1 through valueJson; undefined for an object with a toJSON of its own
- * (JSON.stringify calls it with the item's index: the caller stringifies the list).
+ * FieldsV1 spliced in when remembered and long enough; undefined for an object
+ * with a toJSON of its own (JSON.stringify calls it with the item's index: the
+ * caller stringifies the whole list instead).
  */
 function entryJson(entry: unknown): string | undefined {
   if (typeof entry !== "object" || entry === null) {
@@ -194,32 +212,27 @@ function entryJson(entry: unknown): string | undefined {
     return JSON.stringify(entry) ?? "null";
   }
   if (!isPlain(entry)) return undefined;
-  const fields = (entry as { fieldsV1?: unknown }).fieldsV1;
-  if (
-    !Array.isArray(entry) &&
-    typeof fields === "object" &&
-    fields !== null &&
-    Object.isFrozen(fields) &&
-    isPlain(fields)
-  ) {
-    const json = spliceMember(
-      entry as Record<string, unknown>,
-      "fieldsV1",
-      valueJson(fields) as string,
-    );
-    if (json !== undefined) return json;
+  const json = splicedFieldsJson(entry);
+  if (json !== undefined && !Array.isArray(entry)) {
+    const out = spliceMember(entry as Record<string, unknown>, "fieldsV1", json);
+    if (out !== undefined) return out;
   }
   return JSON.stringify(entry);
 }
 
 /**
  * JSON.stringify of `metadata` without its resourceVersion, byte for byte, with
- * the FieldsV1 of its managed fields written once per shared frozen object
+ * the long FieldsV1 of its managed fields written once per shared frozen object
  * (most of a new object's metadata JSON otherwise).
  */
 function metadataJson(metadata: KubeObject["metadata"]): string {
   const list: unknown = metadata.managedFields;
-  if (Array.isArray(list) && isPlain(metadata) && isPlain(list)) {
+  if (
+    Array.isArray(list) &&
+    list.some((e) => splicedFieldsJson(e) !== undefined) &&
+    isPlain(metadata) &&
+    isPlain(list)
+  ) {
     const parts: string[] = [];
     for (let i = 0; i < list.length; i++) {
       const json = entryJson(list[i]);

@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../src/api/meta.ts";
-import { decodeStored, encodeObject, storedWithRevision } from "../../src/apiserver/codec.ts";
+import {
+  decodeStored,
+  encodeObject,
+  MIN_SPLICED_FIELDS_JSON,
+  storedWithRevision,
+} from "../../src/apiserver/codec.ts";
 
 /** Objects with metadata (with or without a resourceVersion), in any key order. */
 const objects = fc
@@ -115,14 +120,20 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
-/** FieldsV1-like values: deeply frozen (shared), frozen on top only, or not frozen. */
+/**
+ * FieldsV1-like values: deeply frozen (shared; short, or long enough to be
+ * spliced), frozen on top only, or not frozen.
+ */
 const fieldsValues = fc
   .tuple(
     fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })),
-    fc.constantFrom("deep", "top", "none"),
+    fc.constantFrom("deep", "deep-long", "top", "none"),
   )
   .map(([v, how]) => {
     if (how === "deep") return deepFreeze(v);
+    if (how === "deep-long") {
+      return deepFreeze({ ...v, [`f:"${"x".repeat(MIN_SPLICED_FIELDS_JSON)}"`]: { ".": {} } });
+    }
     if (how === "top") return Object.freeze({ ...v, child: { "f:x": {} } });
     return v;
   });
@@ -182,7 +193,11 @@ describe("encodeObject with managed fields", () => {
   });
 
   it("writes a FieldsV1 shared between objects as it is in each", () => {
-    const fieldsV1 = deepFreeze({ "f:metadata": { "f:labels": { "f:a": {} } }, 'k:{"x":1}': {} });
+    const fieldsV1 = deepFreeze({
+      "f:metadata": { "f:labels": { "f:a": {} } },
+      'k:{"x":1}': {},
+      [`f:${"y".repeat(MIN_SPLICED_FIELDS_JSON)}`]: {},
+    });
     const make = (name: string) =>
       ({
         apiVersion: "v1",
