@@ -10,7 +10,10 @@
  * - creates/s of a custom resource with a realistic schema (bounds, patterns,
  *   enums, defaults, a map-type list, int-or-string) and two CEL rules, beside
  *   creates/s of 1 KiB ConfigMaps, with the same number of keep-alive clients;
- *   goal: at least 70% of the ConfigMap rate;
+ *   goal: at least 70% of the ConfigMap rate. Both sides make their bodies from
+ *   a template (the name spliced in), and when the server is a child process its
+ *   CPU time per create of each is printed too (steadier than the rates when
+ *   other work shares the machine);
  * - server-side apply of an unchanged configuration (each client re-applies its
  *   own object), beside a plain client loop doing the same no-op by hand: GET the
  *   object, compare it with the desired one, PUT only if it differs (it never
@@ -282,20 +285,57 @@ interface Side {
   name: string;
   rates: Rate[];
   op: (caller: number, i: number) => Promise<unknown>;
+  /** Server CPU time used during this side's slices, in microseconds (when measured). */
+  cpuMicros?: number;
 }
 
-/** Runs the sides in alternating slices (after a warm-up of each); their combined rates. */
-async function alternate(sides: Side[], clients: number, durationMs: number): Promise<Rate[]> {
+/** The server under load, as the phases see it: its URL, and its CPU time when it is a child. */
+export interface BenchApi {
+  url: string;
+  ca?: string;
+  /** CPU time used by the server process so far, all threads (bench/lib/child-server.ts). */
+  stats?(): Promise<{ cpuUser: number; cpuSystem: number }>;
+}
+
+/** The server's CPU time so far in microseconds, or undefined when it cannot be read. */
+async function serverCpu(api: BenchApi): Promise<number | undefined> {
+  if (api.stats === undefined) return undefined;
+  const s = await api.stats();
+  return s.cpuUser + s.cpuSystem;
+}
+
+/**
+ * Runs the sides in alternating slices (after a warm-up of each); their combined
+ * rates. With `api.stats`, each side's server CPU time is added up too.
+ */
+async function alternate(
+  sides: Side[],
+  clients: number,
+  durationMs: number,
+  api?: BenchApi,
+): Promise<Rate[]> {
   for (const s of sides) await callersFor(clients, WARMUP_MS, s.op);
   const slice = durationMs / ROUNDS;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const s of sides) s.rates.push(await callersFor(clients, slice, s.op));
+    for (const s of sides) {
+      const before = api && (await serverCpu(api));
+      s.rates.push(await callersFor(clients, slice, s.op));
+      const after = api && (await serverCpu(api));
+      if (before !== undefined && after !== undefined) {
+        s.cpuMicros = (s.cpuMicros ?? 0) + (after - before);
+      }
+    }
   }
   return sides.map((s) => combine(s.rates));
 }
 
-/** Creates/s of WebApps beside ConfigMaps (alternating slices). */
+/**
+ * Creates/s of WebApps beside ConfigMaps (alternating slices), and, when the
+ * server's CPU time can be read, its CPU time per create of each: on a shared
+ * machine the rates move with other load, the CPU time per create much less.
+ */
 async function createsPhase(
+  api: BenchApi,
   client: HttpClient,
   clients: number,
   durationMs: number,
@@ -311,22 +351,32 @@ async function createsPhase(
     `creates: ${clients} clients, WebApp (${sampleBytes} B, 2 CEL rules) beside ConfigMap (${CONFIGMAP_BYTES} B), ${durationMs} ms each`,
   );
   let seq = 0;
-  const [crCreates, cmCreates] = await alternate(
-    [
-      {
-        name: "webapp",
-        rates: [],
-        op: () => client.expect(201, "POST", COLLECTION, webAppBody(`c-${seq++}`)),
-      },
-      {
-        name: "configmap",
-        rates: [],
-        op: () => client.expect(201, "POST", CONFIGMAPS, cmBody(`c-${seq++}`)),
-      },
-    ],
-    clients,
-    durationMs,
-  );
+  const sides: Side[] = [
+    {
+      name: "webapp",
+      rates: [],
+      op: () => client.expect(201, "POST", COLLECTION, webAppBody(`c-${seq++}`)),
+    },
+    {
+      name: "configmap",
+      rates: [],
+      op: () => client.expect(201, "POST", CONFIGMAPS, cmBody(`c-${seq++}`)),
+    },
+  ];
+  const [crCreates, cmCreates] = await alternate(sides, clients, durationMs, api);
+  const rows: Row[] = [];
+  const [crCpu, cmCpu] = sides.map((s) => s.cpuMicros);
+  if (crCpu !== undefined && cmCpu !== undefined) {
+    rows.push({
+      backend: "api (custom resource)",
+      metric: `server CPU per create (all threads), WebApp ${sampleBytes} B`,
+      value: crCpu / Math.max(1, crCreates.ops),
+      unit: "µs",
+      baseline: cmCpu / Math.max(1, cmCreates.ops),
+      baselineLabel: `ConfigMap ${CONFIGMAP_BYTES} B creates, same run`,
+      better: "lower",
+    });
+  }
   return [
     {
       backend: "api (custom resource)",
@@ -341,6 +391,7 @@ async function createsPhase(
         met: crCreates.perSecond >= CUSTOM_RESOURCE_GOALS.createsRatio * cmCreates.perSecond,
       },
     },
+    ...rows,
   ];
 }
 
@@ -465,7 +516,7 @@ async function applyPhase(
  * rows (see the file comment).
  */
 export async function customResourcesPhase(
-  api: { url: string; ca?: string },
+  api: BenchApi,
   opts: CustomResourcesOptions = {},
 ): Promise<Row[]> {
   const durationMs = opts.durationMs ?? 4000;
@@ -488,7 +539,9 @@ export async function customResourcesPhase(
     );
     await waitServed(client);
     const rows: Row[] = [];
-    if (phases.has("creates")) rows.push(...(await createsPhase(client, clients, durationMs, log)));
+    if (phases.has("creates")) {
+      rows.push(...(await createsPhase(api, client, clients, durationMs, log)));
+    }
     if (phases.has("apply")) rows.push(...(await applyPhase(client, clients, durationMs, log)));
     return rows;
   } finally {
