@@ -96,9 +96,10 @@ export const READ_BUSY_TIMEOUT_MS = 1000;
  * Sends of writes to the writer thread not yet fully reported, at most. With fewer out,
  * a write goes to the writer at once (at the end of the current microtask run), so its
  * commit overlaps whatever the event loop does next. Otherwise writes wait in the store
- * and go over together when a report comes back: group commit across the thread
- * boundary, so slow commits (fsync) make for fewer, larger transactions rather than a
- * queue of small ones, and the event loop pays for few messages under load.
+ * and go over together on the turn of the event loop after a report comes back (once
+ * the reported writes are answered): group commit across the thread boundary, so slow
+ * commits (fsync) make for fewer, larger transactions rather than a queue of small ones,
+ * and the event loop pays for few messages under load.
  */
 export const MAX_SENDS_IN_FLIGHT = 1;
 
@@ -389,7 +390,8 @@ export class SqliteStore implements Store {
 
   /**
    * Arranges for the outbox to be sent. On the writer thread: at the end of the current
-   * microtask run, unless MAX_SENDS_IN_FLIGHT sends are out (a report sends it then). On
+   * microtask run, unless MAX_SENDS_IN_FLIGHT sends are out (then the turn after a report
+   * sends it, see #reported). On
    * the caller's thread, where a send is a commit: on the next turn of the event loop,
    * so that every write arriving in this turn joins one transaction.
    */
@@ -418,7 +420,13 @@ export class SqliteStore implements Store {
     this.#channel.send(writes, this.#opts.clock());
   }
 
-  /** `count` more writes were reported: retire the sends they complete, send what waits. */
+  /**
+   * `count` more writes were reported: retire the sends they complete, and send what
+   * waits on the next turn of the event loop, not at once. Sent at once, the message
+   * wakes the writer thread while this thread still has the reported writes to answer
+   * (on a busy machine the two may then compete for a core); sent after them, it also
+   * carries the writes that arrived meanwhile (fewer, larger sends).
+   */
   #reported(count: number): void {
     this.#inFlightReported += count;
     for (;;) {
@@ -427,12 +435,18 @@ export class SqliteStore implements Store {
       this.#inFlightReported -= oldest;
       this.#inFlight.shift();
     }
-    if (this.#outbox.length > 0 && !this.#sendScheduled) this.#sendOutbox();
+    if (this.#outbox.length > 0 && !this.#sendScheduled) {
+      this.#sendScheduled = true;
+      setImmediate(() => {
+        this.#sendScheduled = false;
+        this.#sendOutbox();
+      });
+    }
   }
 
   /**
-   * A transaction committed: hand the writer what waits (so it commits while this thread
-   * works on), then publish the transaction's changes and settle its writes.
+   * A transaction committed: arrange for what waits to go to the writer (on the next
+   * turn), then publish the transaction's changes and settle its writes.
    */
   #onCommitted(outcomes: WriteOutcome[]): void {
     this.#reported(outcomes.length);
