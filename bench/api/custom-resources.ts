@@ -28,8 +28,6 @@
  * 4000), BENCH_TLS=1 (https), BENCH_PROFILE_DIR (CPU profile of the server child),
  * BENCH_CR_PHASES (comma list of creates,apply; default both).
  */
-import http from "node:http";
-import https from "node:https";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { ChildServer } from "../lib/child-server.ts";
@@ -226,43 +224,14 @@ export function bodyTemplate(bodyFor: (name: string) => string): (name: string) 
   return (name) => head + name + tail;
 }
 
-/** A PATCH with a content type of its own, through the client's keep-alive agent. */
-function patch(
+/** A server-side apply of `body`, through the client's keep-alive agent. */
+async function apply(
   client: HttpClient,
   path: string,
   body: string,
-  contentType: string,
 ): Promise<{ code: number; body: string }> {
-  const base = new URL(client.url);
-  const request = (
-    base.protocol === "https:" ? https.request : http.request
-  ) as typeof http.request;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: base.hostname,
-        port: base.port,
-        method: "PATCH",
-        path,
-        agent: client.agent,
-        headers: {
-          Accept: "application/json",
-          "Content-Type": contentType,
-          "Content-Length": Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () =>
-          resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
-        );
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+  const r = await client.send("PATCH", path, body, APPLY_CONTENT_TYPE);
+  return { code: r.code, body: r.body.toString("utf8") };
 }
 
 async function waitServed(client: HttpClient): Promise<void> {
@@ -409,12 +378,7 @@ async function applyPhase(
   const configs = names.map((n) => JSON.stringify(benchWebApp(n)));
   const rvs: string[] = [];
   for (let i = 0; i < clients; i++) {
-    const r = await patch(
-      client,
-      `${COLLECTION}/${names[i]}?fieldManager=bench`,
-      configs[i],
-      APPLY_CONTENT_TYPE,
-    );
+    const r = await apply(client, `${COLLECTION}/${names[i]}?fieldManager=bench`, configs[i]);
     if (r.code !== 201)
       throw new Error(`apply ${names[i]}: HTTP ${r.code}: ${r.body.slice(0, 300)}`);
     rvs.push(
@@ -435,12 +399,7 @@ async function applyPhase(
         name: "apply",
         rates: [],
         op: async (c) => {
-          const r = await patch(
-            client,
-            `${COLLECTION}/${names[c]}?fieldManager=bench`,
-            configs[c],
-            APPLY_CONTENT_TYPE,
-          );
+          const r = await apply(client, `${COLLECTION}/${names[c]}?fieldManager=bench`, configs[c]);
           if (r.code !== 200) throw new Error(`apply: HTTP ${r.code}: ${r.body.slice(0, 300)}`);
           if (!r.body.includes(`"resourceVersion":"${rvs[c]}"`)) changedRv++;
         },
@@ -452,12 +411,7 @@ async function applyPhase(
         rates: [],
         op: async (c) => {
           const body = `${configs[c]}${" ".repeat(1 + (fresh++ % 4096))}`;
-          const r = await patch(
-            client,
-            `${COLLECTION}/${names[c]}?fieldManager=bench`,
-            body,
-            APPLY_CONTENT_TYPE,
-          );
+          const r = await apply(client, `${COLLECTION}/${names[c]}?fieldManager=bench`, body);
           if (r.code !== 200) throw new Error(`apply: HTTP ${r.code}: ${r.body.slice(0, 300)}`);
           if (!r.body.includes(`"resourceVersion":"${rvs[c]}"`)) changedRv++;
         },

@@ -33,11 +33,16 @@ export class HttpClient {
     }
   }
 
-  /** One request; resolves with the status and the whole body. */
-  send(method: string, path: string, body?: string | Buffer): Promise<Reply> {
+  /** One request; resolves with the status and the whole body (sent as `contentType`). */
+  send(
+    method: string,
+    path: string,
+    body?: string | Buffer,
+    contentType = "application/json",
+  ): Promise<Reply> {
     const headers: Record<string, string | number> = { Accept: "application/json" };
     if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
+      headers["Content-Type"] = contentType;
       headers["Content-Length"] = Buffer.byteLength(body);
     }
     return new Promise((resolve, reject) => {

@@ -38,6 +38,35 @@ const PAIRWISE_KEYS = 16;
 /** Key ranges of the objects being scanned: start and end offsets, reused between scans. */
 let keyRanges = new Int32Array(256);
 
+/** Index of the first character at or after `i` that is not JSON whitespace. */
+function skipBlanks(text: string, i: number): number {
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+    else return i;
+  }
+}
+
+/** Index just past a number, true, false or null starting at `i` (at its delimiter or the end). */
+function skipScalar(text: string, i: number): number {
+  for (;;) {
+    const d = text.charCodeAt(i);
+    if (
+      Number.isNaN(d) ||
+      d === 0x2c ||
+      d === 0x7d ||
+      d === 0x5d ||
+      d === 0x20 ||
+      d === 0x0a ||
+      d === 0x0d ||
+      d === 0x09
+    ) {
+      return i;
+    }
+    i++;
+  }
+}
+
 /**
  * Scans valid JSON text for keys that repeat within one object. Only called on text
  * JSON.parse accepted, so it needs no error handling beyond staying in bounds.
@@ -64,11 +93,7 @@ export function findDuplicateJsonKeys(text: string): string[] {
     return out;
   };
   const ws = () => {
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
-      else return;
-    }
+    i = skipBlanks(text, i);
   };
   const sameKey = (a: number, b: number, len: number): boolean => {
     for (let k = 0; k < len; k++)
@@ -164,22 +189,7 @@ export function findDuplicateJsonKeys(text: string): string[] {
       const end = text.indexOf('"', i + 1);
       i = end < 0 ? text.length : end + 1;
     } else {
-      for (;;) {
-        const d = text.charCodeAt(i);
-        if (
-          Number.isNaN(d) ||
-          d === 0x2c ||
-          d === 0x7d ||
-          d === 0x5d ||
-          d === 0x20 ||
-          d === 0x0a ||
-          d === 0x0d ||
-          d === 0x09
-        ) {
-          return;
-        }
-        i++;
-      }
+      i = skipScalar(text, i);
     }
   };
   value(0);
@@ -200,11 +210,7 @@ function findDuplicateKeysEscaped(text: string): string[] {
     return out;
   };
   const ws = () => {
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
-      else return;
-    }
+    i = skipBlanks(text, i);
   };
   const str = (): string => {
     const start = i;
@@ -282,22 +288,7 @@ function findDuplicateKeysEscaped(text: string): string[] {
     } else if (c === 0x22 /* " */) {
       str();
     } else {
-      for (;;) {
-        const d = text.charCodeAt(i);
-        if (
-          Number.isNaN(d) ||
-          d === 0x2c ||
-          d === 0x7d ||
-          d === 0x5d ||
-          d === 0x20 ||
-          d === 0x0a ||
-          d === 0x0d ||
-          d === 0x09
-        ) {
-          return;
-        }
-        i++;
-      }
+      i = skipScalar(text, i);
     }
   };
   value(0);

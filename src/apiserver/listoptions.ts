@@ -67,21 +67,11 @@ export function fieldValues(
   def: ResourceDefinition,
   obj: { metadata: { name?: string; namespace?: string } } & Record<string, unknown>,
 ): Record<string, string> {
-  const out: Record<string, string> = {
+  return {
     "metadata.name": obj.metadata.name ?? "",
     "metadata.namespace": obj.metadata.namespace ?? "",
+    ...extraFieldValues(def, obj),
   };
-  const extra = def.strategy.selectableFields;
-  if (extra) {
-    for (const [field, get] of Object.entries(extra)) {
-      try {
-        out[field] = get(obj as never) ?? "";
-      } catch {
-        out[field] = "";
-      }
-    }
-  }
-  return out;
 }
 
 function gvrString(def: ResourceDefinition, version: string): string {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { Registry } from "../registry/registry.ts";
-import type { ResourceDefinition } from "../registry/types.ts";
+import { type ResourceDefinition, resourceVerbs } from "../registry/types.ts";
 import type { Store } from "../storage/store.ts";
 import { resourcePrefix } from "./keys.ts";
 import type { ApiLimits } from "./limits.ts";
@@ -71,7 +71,7 @@ export class WatchCacheSet {
     if (this.#closed) return;
     const wanted = new Set<string>();
     for (const def of this.registry.all()) {
-      if (def.review) continue; // never stored: nothing to watch
+      if (!resourceVerbs(def).includes("watch")) continue; // e.g. reviews: never stored
       wanted.add(resourcePrefix(def));
       this.forDef(def);
     }

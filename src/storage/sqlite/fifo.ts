@@ -19,13 +19,7 @@ export class Fifo<T> {
   shift(): T | undefined {
     if (this.#head >= this.#items.length) return undefined;
     const item = this.#items[this.#head++];
-    if (this.#head === this.#items.length) {
-      this.#items = [];
-      this.#head = 0;
-    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
+    this.#compact();
     return item;
   }
 
@@ -33,6 +27,12 @@ export class Fifo<T> {
   take(count: number): T[] {
     const taken = this.#items.slice(this.#head, this.#head + count);
     this.#head += taken.length;
+    this.#compact();
+    return taken;
+  }
+
+  /** Drops the taken items' slots: all of them once empty, else once they are most of the array. */
+  #compact(): void {
     if (this.#head === this.#items.length) {
       this.#items = [];
       this.#head = 0;
@@ -40,7 +40,6 @@ export class Fifo<T> {
       this.#items = this.#items.slice(this.#head);
       this.#head = 0;
     }
-    return taken;
   }
 
   /** The item `index` places after the oldest (0: the oldest). */
