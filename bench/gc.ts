@@ -21,9 +21,10 @@
  *   BENCH_GC_WORKERS      the collector's concurrent reconciles (default: its own default)
  *   BENCH_VOLATILE=1      SQLite without waiting for the disk at commit
  */
-import type { KubeObject } from "../src/api/meta.ts";
+
+import { Client, silentLogger } from "@setpoint/runtime";
+import type { KubeObject } from "../packages/api/src/meta.ts";
 import { createControllerManager, type GarbageCollector } from "../src/controllers/index.ts";
-import { Client, silentLogger } from "../src/runtime/index.ts";
 import { ChildServer } from "./lib/child-server.ts";
 import { printTable, type Row } from "./lib/table.ts";
 

@@ -30,9 +30,9 @@
 import { fork } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { KubeObject } from "../src/api/meta.ts";
-import { Client } from "../src/runtime/client.ts";
-import { DEFAULT_LIST_PAGE_SIZE } from "../src/runtime/reflector.ts";
+import type { KubeObject } from "../packages/api/src/meta.ts";
+import { DEFAULT_LIST_PAGE_SIZE } from "../packages/runtime/src/cache/reflector.ts";
+import { Client } from "../packages/runtime/src/client/client.ts";
 import { ChildServer } from "./lib/child-server.ts";
 import { printTable, type Row } from "./lib/table.ts";
 import { percentile } from "./lib/timing.ts";

@@ -3,6 +3,7 @@
 // scripts/build.mjs) when it is newer than every source file; otherwise (or if the
 // bundle cannot be loaded, e.g. while a build replaces it) runs the TypeScript
 // sources through tsx, so an edit never runs stale code.
+import { fileURLToPath } from "node:url";
 import { BUNDLE, bundleIsFresh } from "../scripts/fresh.mjs";
 
 async function load() {
@@ -14,7 +15,9 @@ async function load() {
     }
   }
   const { register } = await import("tsx/esm/api");
-  register();
+  // The repository's tsconfig maps the workspace packages (@setpoint/api, @setpoint/runtime)
+  // to their sources, wherever the command is run from.
+  register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
   return (await import("../src/cli/main.ts")).main;
 }
 

@@ -65,7 +65,7 @@ try {
   });
   // Protocol descriptions loaded at run time, relative to the module that reads them.
   cpSync(join(root, "src/storage/etcd/proto"), join(staging, "proto"), { recursive: true });
-  cpSync(join(root, "src/apiserver/protobuf"), join(staging, "protobuf"), {
+  cpSync(join(root, "src/apiserver/wire/protobuf"), join(staging, "protobuf"), {
     recursive: true,
     filter: (src) => !src.endsWith(".ts"),
   });

@@ -18,7 +18,9 @@ function newest(dir) {
 
 export function bundleIsFresh() {
   try {
-    return statSync(BUNDLE).mtimeMs >= newest(fileURLToPath(new URL("src/", root)));
+    const sources = ["src/", "packages/api/src/", "packages/runtime/src/"];
+    const latest = Math.max(...sources.map((dir) => newest(fileURLToPath(new URL(dir, root)))));
+    return statSync(BUNDLE).mtimeMs >= latest;
   } catch {
     return false;
   }

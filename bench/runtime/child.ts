@@ -11,7 +11,6 @@
  * then measure until the parent sends "report".
  */
 import { CoreV1Api, KubeConfig, makeInformer, type V1ConfigMap } from "@kubernetes/client-node";
-import type { KubeObject } from "../../src/api/meta.ts";
 import {
   Client,
   Informer,
@@ -20,7 +19,8 @@ import {
   type ReconcileContext,
   type Request,
   silentLogger,
-} from "../../src/runtime/index.ts";
+} from "@setpoint/runtime";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 
 /** What the parent asks for. */
 export type Task =

@@ -10,8 +10,8 @@
  * other tools add) is left alone, and a ConfigMap already as wanted is not
  * touched at all, so writing it again is a no-op.
  */
-import { deepEqual } from "../../src/api/index.ts";
-import { getControllerOf, setControllerReference } from "../../src/runtime/index.ts";
+import { deepEqual } from "@setpoint/api";
+import { getControllerOf, setControllerReference } from "@setpoint/runtime";
 import type { ConfigMap, ConfigMapSet } from "./types.ts";
 
 /** Label on every managed ConfigMap: the name of the set it belongs to (the controller's cache holds only these). */

@@ -4,8 +4,8 @@
  * changes, on template changes and on manual drift, reports conflicts and
  * invalid selectors, owns what it creates, and is quiet at steady state.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { deepClone, type KubeObject } from "../../src/api/index.ts";
+
+import { deepClone, type KubeObject } from "@setpoint/api";
 import {
   type Client,
   findCondition,
@@ -13,7 +13,8 @@ import {
   Manager,
   retryOnConflict,
   silentLogger,
-} from "../../src/runtime/index.ts";
+} from "@setpoint/runtime";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
 import { addConfigMapSetController, MANAGED_SCOPE } from "./controller.ts";

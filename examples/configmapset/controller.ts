@@ -29,7 +29,7 @@ import {
   type LabelSelector,
   labelSelectorFromMetav1,
   matchesLabels,
-} from "../../src/api/index.ts";
+} from "@setpoint/api";
 import {
   createOrUpdate,
   generationChanged,
@@ -48,7 +48,7 @@ import {
   setStatusCondition,
   TerminalError,
   updateStatusIfChanged,
-} from "../../src/runtime/index.ts";
+} from "@setpoint/runtime";
 import { applyTemplate, ForeignConfigMapError, managedConfigMap, SET_LABEL } from "./configmap.ts";
 import {
   type ConfigMap,

@@ -5,9 +5,9 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { KubeObject } from "@setpoint/api";
+import { isNotFound } from "@setpoint/runtime";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import type { KubeObject } from "../../src/api/index.ts";
-import { isNotFound } from "../../src/runtime/index.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind, configMapSet } from "./types.ts";
 

@@ -10,7 +10,7 @@
  * (with --leader-elect) is released.
  */
 import { parseArgs } from "node:util";
-import type { KubeObject } from "../../src/api/index.ts";
+import type { KubeObject } from "@setpoint/api";
 import {
   type Client,
   createLogger,
@@ -18,7 +18,7 @@ import {
   loadKubeconfig,
   Manager,
   retryOnConflict,
-} from "../../src/runtime/index.ts";
+} from "@setpoint/runtime";
 import { addConfigMapSetController, CONTROLLER_NAME } from "./controller.ts";
 import { configMapSetCrd } from "./types.ts";
 

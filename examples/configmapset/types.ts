@@ -4,9 +4,9 @@
  * (read from crd.yaml beside this file).
  */
 import { readFileSync } from "node:fs";
+import type { Condition, KubeObject, MetaV1LabelSelector } from "@setpoint/api";
+import type { TypeRef } from "@setpoint/runtime";
 import { parse } from "yaml";
-import type { Condition, KubeObject, MetaV1LabelSelector } from "../../src/api/index.ts";
-import type { TypeRef } from "../../src/runtime/index.ts";
 
 /** The API group of the example. */
 export const GROUP = "examples.setpoint.dev";

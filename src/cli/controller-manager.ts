@@ -5,6 +5,7 @@
  * until SIGINT or SIGTERM.
  */
 import { parseArgs } from "node:util";
+import { KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { pino } from "pino";
 import {
   BUILTIN_CONTROLLER_NAMES,
@@ -15,7 +16,6 @@ import {
   DEFAULT_EVENT_TTL_MS,
   UnknownControllerError,
 } from "../controllers/index.ts";
-import { KubeconfigError, loadKubeconfig } from "../runtime/index.ts";
 
 export const CONTROLLER_MANAGER_USAGE = `Usage: setpoint controller-manager [--kubeconfig FILE] [flags]
 

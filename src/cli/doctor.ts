@@ -6,7 +6,7 @@
  * when any warns or fails, 2 on a usage error. See docs/doctor.md.
  */
 import { parseArgs } from "node:util";
-import type { Client } from "../runtime/index.ts";
+import type { Client } from "@setpoint/runtime";
 import {
   connect,
   listEverything,

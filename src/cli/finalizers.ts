@@ -14,8 +14,8 @@
 import { hostname } from "node:os";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import type { KubeObject } from "../api/meta.ts";
-import { isConflict, isForbidden, isInvalid, isNotFound } from "../runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import { isConflict, isForbidden, isInvalid, isNotFound } from "@setpoint/runtime";
 import {
   CLI_COMPONENT,
   clearedMessage,

@@ -15,11 +15,11 @@ import {
   TokenAuthenticator,
   TokenFileError,
   type UserInfo,
-} from "../apiserver/auth.ts";
-import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
-import { loadOrCreateTlsMaterial } from "../apiserver/certs.ts";
-import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
-import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server.ts";
+} from "../apiserver/server/auth.ts";
+import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
+import { loadOrCreateTlsMaterial } from "../apiserver/server/certs.ts";
+import { writeKubeconfig } from "../apiserver/server/kubeconfig.ts";
+import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server/server.ts";
 import { BUILTIN_CONTROLLER_NAMES, createControllerManager } from "../controllers/index.ts";
 import type { ControllerManager } from "../controllers/manager.ts";
 import { parseControllerList, parseDuration } from "./controller-manager.ts";

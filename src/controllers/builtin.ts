@@ -5,7 +5,7 @@
  * runs beside them, leader or not (discovery, side informers), as runnables
  * whose lifecycle and readiness the Manager owns.
  */
-import type { Manager } from "../runtime/index.ts";
+import type { Manager } from "@setpoint/runtime";
 
 export interface BuiltinController {
   /** The name `--disable` takes. */

@@ -14,7 +14,7 @@
  * resourceVersion, so a newer Event of the same name, or an Event updated
  * meanwhile, is never deleted by mistake (its update reschedules it).
  */
-import type { KubeObject, ObjectMeta } from "../api/meta.ts";
+import type { KubeObject, ObjectMeta } from "@setpoint/api";
 import {
   type CheckResult,
   type Client,
@@ -32,7 +32,7 @@ import {
   type Result,
   type Runnable,
   silentLogger,
-} from "../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin.ts";
 
 /** The controller's name (what `--disable` takes). */

@@ -22,7 +22,7 @@
  * await cm.run(signal);
  * ```
  */
-import type { Logger } from "../runtime/index.ts";
+import type { Logger } from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin.ts";
 import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./eventttl.ts";
 import {

@@ -11,7 +11,7 @@ import {
   Manager,
   type RestConfig,
   silentLogger,
-} from "../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin.ts";
 
 /** The Lease the controller managers of one control plane compete for. */

@@ -19,8 +19,9 @@
  *    remains, finalizes: `PUT /api/v1/namespaces/<name>/finalize` with
  *    `spec.finalizers` without `kubernetes`, and the server removes the namespace.
  */
-import { deepClone } from "../api/deepcopy.ts";
-import type { Condition, KubeObject } from "../api/meta.ts";
+
+import type { Condition, KubeObject } from "@setpoint/api";
+import { deepClone } from "@setpoint/api";
 import {
   type Client,
   isNotFound,
@@ -31,7 +32,7 @@ import {
   type ServedResource,
   type ServerResources,
   setCondition,
-} from "../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin.ts";
 
 /** The controller's name (what `--disable` takes). */

@@ -8,7 +8,7 @@
  * The key is a namespace's name; the controller reconciles on changes to
  * namespaces and to ServiceAccounts named `default`.
  */
-import type { KubeObject } from "../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import {
   isAlreadyExists,
   isForbidden,
@@ -16,7 +16,7 @@ import {
   type Manager,
   type ReconcileContext,
   type Result,
-} from "../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin.ts";
 
 /** The controller's name (what `--disable-controllers` takes). */

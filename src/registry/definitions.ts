@@ -7,7 +7,7 @@
  *
  * Schemas handed out here are shared: treat them as read-only.
  */
-import type { Schema } from "../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 
 interface NameEntry {
   /** Definition name in `components.schemas`, e.g. "io.k8s.api.core.v1.ConfigMap". */

@@ -4,8 +4,8 @@
  * validation, CEL), so that a hostile object is refused cheaply instead of blowing
  * up the recursive walks that come after.
  */
-import type { StatusCause } from "../api/status.ts";
-import { fieldErrors } from "../api/validation.ts";
+import type { StatusCause } from "@setpoint/api";
+import { fieldErrors } from "@setpoint/api";
 
 /** Deepest nesting of an object the server validates (deeper objects are refused first). */
 export const MAX_OBJECT_DEPTH = 128;

@@ -3,9 +3,7 @@
  * and custom resources (from CustomResourceDefinitions) are both turned into a
  * ResourceDefinition and served through the same code path.
  */
-import type { KubeObject } from "../api/meta.ts";
-import type { Schema } from "../api/schema.ts";
-import type { StatusCause } from "../api/status.ts";
+import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
 
 export interface ResourceNames {
   /** Lower-case plural used in URLs: "configmaps". */

@@ -10,14 +10,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateToken, TokenAuthenticator } from "../apiserver/auth.ts";
-import { ensureSystemNamespaces } from "../apiserver/bootstrap.ts";
-import { generateTlsMaterial } from "../apiserver/certs.ts";
-import { writeKubeconfig } from "../apiserver/kubeconfig.ts";
-import type { ApiLimits } from "../apiserver/limits.ts";
-import { type ApiServer, startApiServer } from "../apiserver/server.ts";
+import { Client, type RestConfig } from "@setpoint/runtime";
+import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
+import { generateToken, TokenAuthenticator } from "../apiserver/server/auth.ts";
+import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
+import { generateTlsMaterial } from "../apiserver/server/certs.ts";
+import { writeKubeconfig } from "../apiserver/server/kubeconfig.ts";
+import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
 import type { Registry } from "../registry/registry.ts";
-import { Client, type RestConfig } from "../runtime/index.ts";
 import { SqliteStore } from "../storage/sqlite.ts";
 
 export interface ControlPlaneOptions {

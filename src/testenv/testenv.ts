@@ -16,7 +16,8 @@
  * await env.stop();
  * ```
  */
-import type { KubeObject } from "../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
+import { type Client, createLogger, type RestConfig, silentLogger } from "@setpoint/runtime";
 import {
   BUILTIN_CONTROLLER_NAMES,
   type ControllerManager,
@@ -25,7 +26,6 @@ import {
   GARBAGE_COLLECTOR,
   NAMESPACE_CONTROLLER,
 } from "../controllers/index.ts";
-import { type Client, createLogger, type RestConfig, silentLogger } from "../runtime/index.ts";
 import { startControlPlane } from "./controlplane.ts";
 
 /** Built-in controllers a test environment runs unless told otherwise. */

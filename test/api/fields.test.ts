@@ -11,8 +11,8 @@ import {
   parseFieldSelector,
   requiredFieldValue,
   unescapeFieldValue,
-} from "../../src/api/fields.ts";
-import { StatusError } from "../../src/api/status.ts";
+} from "../../packages/api/src/fields.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 
 function badRequestMessage(fn: () => unknown): string {
   try {

@@ -1,13 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../src/api/deepcopy.ts";
+import { deepClone, deepFreeze } from "../../packages/api/src/deepcopy.ts";
 import {
   applyJsonPatch,
   formatJsonPointer,
   MAX_JSON_PATCH_OPERATIONS,
   parseJsonPointer,
-} from "../../src/api/patch/json.ts";
-import { StatusError } from "../../src/api/status.ts";
+} from "../../packages/api/src/patch/json.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 
 function failure(fn: () => unknown): StatusError {
   try {

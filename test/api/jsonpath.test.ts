@@ -6,7 +6,7 @@ import {
   formatJsonPathValue,
   JsonPathError,
   parseJsonPath,
-} from "../../src/api/jsonpath.ts";
+} from "../../packages/api/src/jsonpath.ts";
 
 const pod = {
   apiVersion: "v1",

@@ -12,8 +12,8 @@ import {
   matchesLabels,
   parseLabelSelector,
   requiredLabelValue,
-} from "../../src/api/labels.ts";
-import { StatusError } from "../../src/api/status.ts";
+} from "../../packages/api/src/labels.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 
 function badRequest(fn: () => unknown): StatusError {
   try {

@@ -6,9 +6,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { addedFields, compareObjects } from "../../src/api/managedfields/compare.ts";
-import { createdFieldsV1 } from "../../src/api/managedfields/created.ts";
-import { UNTRACKED_FIELDS } from "../../src/api/managedfields/update.ts";
+import { addedFields, compareObjects } from "../../packages/api/src/managedfields/compare.ts";
+import { createdFieldsV1 } from "../../packages/api/src/managedfields/created.ts";
+import { UNTRACKED_FIELDS } from "../../packages/api/src/managedfields/update.ts";
 import { API_VERSION, schema } from "./managedfields-helpers.ts";
 
 const scalar = fc.oneof(

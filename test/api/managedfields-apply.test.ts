@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { applyServerSide } from "../../src/api/managedfields/apply.ts";
-import { FieldSet } from "../../src/api/managedfields/fieldset.ts";
-import { LAST_APPLIED_ANNOTATION } from "../../src/api/managedfields/lastapplied.ts";
-import { zipListKeys } from "../../src/api/managedfields/merge.ts";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { StatusError } from "../../src/api/status.ts";
+import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
+import { FieldSet } from "../../packages/api/src/managedfields/fieldset.ts";
+import { LAST_APPLIED_ANNOTATION } from "../../packages/api/src/managedfields/lastapplied.ts";
+import { zipListKeys } from "../../packages/api/src/managedfields/merge.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 import { API_VERSION, at, config, paths, Server, schema, spec } from "./managedfields-helpers.ts";
 
 function conflictOf(fn: () => unknown): StatusError {

@@ -9,8 +9,8 @@ import {
   parsePathElement,
   pathString,
   valueKey,
-} from "../../src/api/managedfields/fieldpath.ts";
-import { FieldSet, FieldsV1Error } from "../../src/api/managedfields/fieldset.ts";
+} from "../../packages/api/src/managedfields/fieldpath.ts";
+import { FieldSet, FieldsV1Error } from "../../packages/api/src/managedfields/fieldset.ts";
 
 const f = fieldKey;
 

@@ -3,11 +3,11 @@
  * "server" holding one object, that calls the field manager the way the apiserver
  * does and stamps uid/resourceVersion/creationTimestamp like storage.
  */
-import { applyServerSide } from "../../src/api/managedfields/apply.ts";
-import { FieldSet } from "../../src/api/managedfields/fieldset.ts";
-import { updateManagedFields } from "../../src/api/managedfields/update.ts";
-import type { KubeObject, ManagedFieldsEntry } from "../../src/api/meta.ts";
-import type { Schema } from "../../src/api/schema.ts";
+import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
+import { FieldSet } from "../../packages/api/src/managedfields/fieldset.ts";
+import { updateManagedFields } from "../../packages/api/src/managedfields/update.ts";
+import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
 
 export const API_VERSION = "example.com/v1";
 

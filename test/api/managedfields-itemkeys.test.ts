@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { keyKey } from "../../src/api/managedfields/fieldpath.ts";
-import { ITEM_KEY_CACHE_SIZE, indexList } from "../../src/api/managedfields/typeinfo.ts";
-import type { Schema } from "../../src/api/schema.ts";
+import { keyKey } from "../../packages/api/src/managedfields/fieldpath.ts";
+import { ITEM_KEY_CACHE_SIZE, indexList } from "../../packages/api/src/managedfields/typeinfo.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
 
 const env: Schema = {
   type: "array",

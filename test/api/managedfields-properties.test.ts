@@ -1,12 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyServerSide } from "../../src/api/managedfields/apply.ts";
-import { extractFields } from "../../src/api/managedfields/extract.ts";
-import { parsePathElement } from "../../src/api/managedfields/fieldpath.ts";
-import { FieldSet } from "../../src/api/managedfields/fieldset.ts";
-import { UNTRACKED_FIELDS } from "../../src/api/managedfields/update.ts";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { StatusError } from "../../src/api/status.ts";
+import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
+import { extractFields } from "../../packages/api/src/managedfields/extract.ts";
+import { parsePathElement } from "../../packages/api/src/managedfields/fieldpath.ts";
+import { FieldSet } from "../../packages/api/src/managedfields/fieldset.ts";
+import { UNTRACKED_FIELDS } from "../../packages/api/src/managedfields/update.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 import { API_VERSION, at, config, Server, schema, spec } from "./managedfields-helpers.ts";
 
 const small = fc.integer({ min: 0, max: 2 });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compareStrings, sortInPlace } from "../../src/api/managedfields/value.ts";
+import { compareStrings, sortInPlace } from "../../packages/api/src/managedfields/value.ts";
 
 describe("sortInPlace", () => {
   it("orders as Array.prototype.sort does, ties kept in their order, short and long arrays", () => {

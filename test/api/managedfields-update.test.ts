@@ -3,9 +3,9 @@ import {
   decodeManagedFields,
   isResetManagedFields,
   MAX_UPDATE_MANAGERS,
-} from "../../src/api/managedfields/managers.ts";
-import { updateManagedFields } from "../../src/api/managedfields/update.ts";
-import type { KubeObject } from "../../src/api/meta.ts";
+} from "../../packages/api/src/managedfields/managers.ts";
+import { updateManagedFields } from "../../packages/api/src/managedfields/update.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { API_VERSION, at, config, Server, schema, spec } from "./managedfields-helpers.ts";
 
 describe("updateManagedFields", () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../src/api/deepcopy.ts";
-import { applyMergePatch, createMergePatch } from "../../src/api/patch/merge.ts";
+import { deepClone, deepFreeze } from "../../packages/api/src/deepcopy.ts";
+import { applyMergePatch, createMergePatch } from "../../packages/api/src/patch/merge.ts";
 
 describe("applyMergePatch", () => {
   // RFC 7386, Appendix A.

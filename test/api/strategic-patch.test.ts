@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../src/api/deepcopy.ts";
-import { applyPatch, patchTypeOf } from "../../src/api/patch/index.ts";
-import { applyStrategicMergePatch } from "../../src/api/patch/strategic.ts";
-import type { Schema } from "../../src/api/schema.ts";
-import { StatusError } from "../../src/api/status.ts";
+import { deepClone, deepFreeze } from "../../packages/api/src/deepcopy.ts";
+import { applyPatch, patchTypeOf } from "../../packages/api/src/patch/index.ts";
+import { applyStrategicMergePatch } from "../../packages/api/src/patch/strategic.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
 
 const mergeByName = (items: Schema): Schema => ({
   type: "array",

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ObjectMeta } from "../../src/api/meta.ts";
-import { CauseType, errors } from "../../src/api/status.ts";
+import type { ObjectMeta } from "../../packages/api/src/meta.ts";
+import { CauseType, errors } from "../../packages/api/src/status.ts";
 import {
   dns1123LabelErrors,
   dns1123SubdomainErrors,
@@ -15,7 +15,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
   validateObjectName,
-} from "../../src/api/validation.ts";
+} from "../../packages/api/src/validation.ts";
 
 const SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";

@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { loadOrCreateToken, TokenAuthenticator } from "../../src/apiserver/auth.ts";
-import { loadOrCreateTlsMaterial } from "../../src/apiserver/certs.ts";
-import { kubeconfigYaml } from "../../src/apiserver/kubeconfig.ts";
+import { loadOrCreateToken, TokenAuthenticator } from "../../src/apiserver/server/auth.ts";
+import { loadOrCreateTlsMaterial } from "../../src/apiserver/server/certs.ts";
+import { kubeconfigYaml } from "../../src/apiserver/server/kubeconfig.ts";
 
 function get(url: string, ca: string, servername?: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,12 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   decodeStored,
   encodeObject,
   MIN_SPLICED_FIELDS_JSON,
   storedWithRevision,
-} from "../../src/apiserver/codec.ts";
+} from "../../src/apiserver/wire/codec.ts";
 
 /** Objects with metadata (with or without a resourceVersion), in any key order. */
 const objects = fc

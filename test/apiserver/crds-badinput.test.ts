@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiServer, startApiServer } from "../../src/apiserver/server.ts";
+import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
 import { MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../../src/registry/objectlimits.ts";
 import { SqliteStore } from "../../src/storage/sqlite.ts";
 

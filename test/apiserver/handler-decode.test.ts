@@ -1,15 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseAccept, requestUrl } from "../../src/apiserver/endpoints/request.ts";
+import { parseRoute } from "../../src/apiserver/endpoints/routes.ts";
 import {
   decodeBody,
   decodeJson,
   decodeYaml,
   findDuplicateJsonKeys,
-} from "../../src/apiserver/decode.ts";
-import { negotiateOutput } from "../../src/apiserver/negotiate.ts";
-import { parseAccept, requestUrl } from "../../src/apiserver/request.ts";
-import { warningHeaders } from "../../src/apiserver/response.ts";
-import { parseRoute } from "../../src/apiserver/routes.ts";
+} from "../../src/apiserver/wire/decode.ts";
+import { negotiateOutput } from "../../src/apiserver/wire/negotiate.ts";
+import { warningHeaders } from "../../src/apiserver/wire/response.ts";
 
 const JSON_MEDIA = { type: "application/json", params: {} } as const;
 

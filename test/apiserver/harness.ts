@@ -7,7 +7,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ApiHandler, type ApiLimits, createApiHandler } from "../../src/apiserver/handler.ts";
+import {
+  type ApiHandler,
+  type ApiLimits,
+  createApiHandler,
+} from "../../src/apiserver/endpoints/handler.ts";
 import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
 import { SqliteStore } from "../../src/storage/sqlite.ts";
 

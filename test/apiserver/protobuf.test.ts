@@ -4,16 +4,16 @@ import { join } from "node:path";
 import fc from "fast-check";
 import protobuf from "protobufjs";
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import type { Schema } from "../../src/api/schema.ts";
-import { StatusError } from "../../src/api/status.ts";
-import { deleteOptionsSchema } from "../../src/apiserver/openapi-schemas.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
+import { StatusError } from "../../packages/api/src/status.ts";
+import { deleteOptionsSchema } from "../../src/apiserver/discovery/openapi-schemas.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,
   PROTO_FILES,
   PROTOBUF_MAGIC,
-} from "../../src/apiserver/protobuf.ts";
+} from "../../src/apiserver/wire/protobuf.ts";
 import { builtinDefinitions } from "../../src/registry/builtin/index.ts";
 import { createBuiltinRegistry } from "../../src/registry/registry.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
@@ -544,7 +544,7 @@ describe("decodeProtobufObject", () => {
 describe("protobuf messages agree with the schemas", () => {
   it("every built-in kind's message has exactly the fields of its schema", () => {
     const root = new protobuf.Root();
-    const dir = new URL("../../src/apiserver/protobuf/", import.meta.url).pathname;
+    const dir = new URL("../../src/apiserver/wire/protobuf/", import.meta.url).pathname;
     root.loadSync(
       PROTO_FILES.map((f) => join(dir, f)),
       { keepCase: true },

@@ -1,14 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../src/api/deepcopy.ts";
-import type { Schema } from "../../src/api/schema.ts";
+import { deepClone } from "../../packages/api/src/deepcopy.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
 import {
   applySchemaDefaults,
   checkAgainstSchema,
   defaultsOnly,
   MAX_SCHEMA_WALK_DEPTH,
   type SchemaCheck,
-} from "../../src/apiserver/schemawalk.ts";
+} from "../../src/apiserver/wire/schema-walk.ts";
 import { objectMetaSchema } from "../../src/registry/builtin/meta.ts";
 
 /** Defaulting walking the whole schema: what applySchemaDefaults must give. */

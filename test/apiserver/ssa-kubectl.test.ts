@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import type { KubeObject, ManagedFieldsEntry } from "../../src/api/meta.ts";
-import { type ApiServer, startApiServer } from "../../src/apiserver/server.ts";
+import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
+import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
 import { SqliteStore } from "../../src/storage/sqlite.ts";
 
 const CRD_YAML = `apiVersion: apiextensions.k8s.io/v1

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   age,
   humanDuration,
@@ -7,7 +7,7 @@ import {
   negotiateTableVersion,
   tableColumns,
   toTable,
-} from "../../src/apiserver/table.ts";
+} from "../../src/apiserver/wire/table.ts";
 import {
   configMapDefinition,
   coreEventDefinition,

@@ -6,8 +6,8 @@
  */
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
-import { PROTOBUF_MAGIC } from "../../src/apiserver/protobuf.ts";
-import { ServiceAccountTokens } from "../../src/apiserver/satokens.ts";
+import { ServiceAccountTokens } from "../../src/apiserver/server/service-account-tokens.ts";
+import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/protobuf.ts";
 import { request } from "../e2e/helpers/http.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -18,15 +18,15 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
-} from "../../src/apiserver/discovery.ts";
+} from "../../src/apiserver/discovery/discovery.ts";
 import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
   openapiV3DocumentJson,
   openapiV3Hash,
   openapiV3Index,
-} from "../../src/apiserver/openapi.ts";
-import { negotiateTableVersion, toTable } from "../../src/apiserver/table.ts";
+} from "../../src/apiserver/discovery/openapi.ts";
+import { negotiateTableVersion, toTable } from "../../src/apiserver/wire/table.ts";
 import type { Registry } from "../../src/registry/registry.ts";
 
 export interface RecordedRequest {

@@ -7,9 +7,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_API_LIMITS } from "../../src/apiserver/limits.ts";
-import type { CacheEvent, CacheWatcher, SharedChunks } from "../../src/apiserver/watchcache.ts";
-import { WatchCacheSet } from "../../src/apiserver/watchcaches.ts";
+import { DEFAULT_API_LIMITS } from "../../src/apiserver/endpoints/limits.ts";
+import type {
+  CacheEvent,
+  CacheWatcher,
+  SharedChunks,
+} from "../../src/apiserver/watchcache/watch-cache.ts";
+import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
 import { createBuiltinRegistry } from "../../src/registry/registry.ts";
 import { SqliteStore } from "../../src/storage/sqlite.ts";
 import {

@@ -8,10 +8,10 @@
  * and a Namespace's spec finalizer cleared through /finalize.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { isInvalid, isNotFound } from "../../packages/runtime/src/client/errors.ts";
+import type { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
-import { isInvalid, isNotFound } from "../../src/runtime/errors.ts";
-import type { Manager } from "../../src/runtime/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile } from "../helpers/testserver.ts";

@@ -8,9 +8,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FINALIZERS_ANNOTATION, loadKubeconfig, TERMINAL_ERROR_ACTION } from "@setpoint/runtime";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { applyJsonPatch } from "../../src/api/patch/json.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { applyJsonPatch } from "../../packages/api/src/patch/json.ts";
 import { parseTarget } from "../../src/cli/finalizers.ts";
 import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
 import { type DoctorFacts, diagnose, renderReport } from "../../src/cli/inspect/diagnose.ts";
@@ -35,11 +36,6 @@ import {
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
 import { UsageError } from "../../src/cli/storage.ts";
-import {
-  FINALIZERS_ANNOTATION,
-  loadKubeconfig,
-  TERMINAL_ERROR_ACTION,
-} from "../../src/runtime/index.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();

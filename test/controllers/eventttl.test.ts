@@ -4,10 +4,11 @@
  * later stays, an update that moves an Event's time reschedules it, and no list
  * runs after the informers' first ones.
  */
+
+import { lastOccurrence } from "@setpoint/runtime";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { reduceEvent } from "../../src/controllers/eventttl.ts";
-import { lastOccurrence } from "../../src/runtime/index.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { startForFile } from "../helpers/testserver.ts";

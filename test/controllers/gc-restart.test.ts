@@ -4,7 +4,7 @@
  * reused) while none ran, it collects exactly the orphans.
  */
 import { afterAll, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";

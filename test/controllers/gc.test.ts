@@ -4,7 +4,7 @@
  * references, and the requests it makes per dependent.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { GarbageCollector } from "../../src/controllers/index.ts";
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";

@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { OwnerReference } from "../../src/api/meta.ts";
+import type { OwnerReference } from "../../packages/api/src/meta.ts";
 import { Graph, type GraphNode, sameOwners } from "../../src/controllers/garbagecollector/graph.ts";
 
 const UIDS = ["a", "b", "c", "d", "e", "f"];

@@ -3,13 +3,14 @@
  * without its built-in controllers): controller managers with short intervals,
  * objects with owner references, and polling with the controllers' longer wait.
  */
-import type { KubeObject, OwnerReference } from "../../src/api/meta.ts";
+
+import { type Client, isNotFound, silentLogger } from "@setpoint/runtime";
+import type { KubeObject, OwnerReference } from "../../packages/api/src/meta.ts";
 import {
   type CreateControllerManagerOptions,
   createControllerManager,
 } from "../../src/controllers/index.ts";
 import type { ControllerManager } from "../../src/controllers/manager.ts";
-import { type Client, isNotFound, silentLogger } from "../../src/runtime/index.ts";
 import { eventually as pollUntil } from "../helpers/poll.ts";
 
 export const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;

@@ -4,7 +4,7 @@
  * takes over when it leaves), and the metrics and health endpoints.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   BUILTIN_CONTROLLER_NAMES,
   CONTROLLER_MANAGER_LEASE,

@@ -3,14 +3,15 @@
  * controller deletes every kind of content, waits on finalizers while reporting
  * Kubernetes' conditions, then finalizes so the namespace goes away.
  */
+
+import { isForbidden } from "@setpoint/runtime";
 import { describe, expect, it } from "vitest";
-import type { Condition, KubeObject } from "../../src/api/meta.ts";
+import type { Condition, KubeObject } from "../../packages/api/src/meta.ts";
 import {
   applyConditions,
   deletionConditions,
   NAMESPACE_CONDITION_TYPES,
 } from "../../src/controllers/namespace.ts";
-import { isForbidden } from "../../src/runtime/index.ts";
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";
 import { freshNamespace } from "../helpers/namespace.ts";

@@ -1,5 +1,5 @@
 /** Namespaces for tests that share one server: each test makes its own. */
-import type { Client } from "../../src/runtime/index.ts";
+import type { Client } from "@setpoint/runtime";
 
 let seq = 0;
 

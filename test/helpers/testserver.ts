@@ -6,8 +6,9 @@
  * compaction off (tests compact explicitly). Tests that need none of this use
  * startTestEnv. startForFile runs either for the tests of one file.
  */
+
+import { Client, type RestConfig } from "@setpoint/runtime";
 import { afterAll, beforeAll } from "vitest";
-import { Client, type RestConfig } from "../../src/runtime/index.ts";
 import {
   type ControlPlane,
   type ControlPlaneOptions,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { childSchema, type Schema } from "../../src/api/schema.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { childSchema, type Schema } from "../../packages/api/src/schema.ts";
 import {
   configMapDefinition,
   coreEventDefinition,

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../src/api/deepcopy.ts";
-import type { KubeObject } from "../../src/api/meta.ts";
-import type { Schema } from "../../src/api/schema.ts";
-import type { StatusCause } from "../../src/api/status.ts";
+import { deepClone } from "../../packages/api/src/deepcopy.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { Schema } from "../../packages/api/src/schema.ts";
+import type { StatusCause } from "../../packages/api/src/status.ts";
 import { compileSchemaRules, validateRules } from "../../src/registry/crd/cel.ts";
 import { crdToDefinition } from "../../src/registry/crd/convert.ts";
 import {

@@ -5,13 +5,13 @@
  * are all reconciled.
  */
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { kind } from "../../src/runtime/builder.ts";
-import { setControllerReference } from "../../src/runtime/helpers/ownerrefs.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
-import { labelChanged, matching } from "../../src/runtime/predicates.ts";
-import type { Request } from "../../src/runtime/reconciler.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { labelChanged, matching } from "../../packages/runtime/src/controller/predicates.ts";
+import type { Request } from "../../packages/runtime/src/controller/reconciler.ts";
+import { setControllerReference } from "../../packages/runtime/src/helpers/owner-references.ts";
+import { silentLogger } from "../../packages/runtime/src/log.ts";
+import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

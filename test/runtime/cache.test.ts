@@ -1,8 +1,8 @@
 import { pino } from "pino";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { CacheNotStartedError, InformerCache } from "../../src/runtime/cache.ts";
-import { ApiError, isBadRequest, isNotFound } from "../../src/runtime/errors.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { CacheNotStartedError, InformerCache } from "../../packages/runtime/src/cache/cache.ts";
+import { ApiError, isBadRequest, isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { addWidgetType } from "../apiserver/harness.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { preferredResources } from "../../src/runtime/discovery.ts";
-import { isConflict, isNotFound } from "../../src/runtime/errors.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import { preferredResources } from "../../packages/runtime/src/client/discovery.ts";
+import { isConflict, isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { installCrd } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";
 import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TokenBucket } from "../../src/runtime/throttle.ts";
+import { TokenBucket } from "../../packages/runtime/src/client/throttle.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 describe("TokenBucket", () => {

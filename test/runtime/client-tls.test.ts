@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { issueCertificate, type KeyAndCert } from "../../src/apiserver/certs.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { ApiError, isUnauthorized } from "../../src/runtime/errors.ts";
-import { kubeconfigYaml } from "../../src/runtime/kubeconfig.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import { ApiError, isUnauthorized } from "../../packages/runtime/src/client/errors.ts";
+import { kubeconfigYaml } from "../../packages/runtime/src/client/kubeconfig.ts";
+import { issueCertificate, type KeyAndCert } from "../../src/apiserver/server/certs.ts";
 
 async function pki(): Promise<{
   ca: string;

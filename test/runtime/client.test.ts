@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import type { WatchEvent } from "../../src/runtime/client.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { WatchEvent } from "../../packages/runtime/src/client/client.ts";
 import {
   ApiError,
   isAlreadyExists,
@@ -12,7 +12,7 @@ import {
   isNotFound,
   isUnauthorized,
   retryOnConflict,
-} from "../../src/runtime/errors.ts";
+} from "../../packages/runtime/src/client/errors.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };

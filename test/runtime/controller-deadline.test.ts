@@ -5,10 +5,13 @@
  * reason, and the run's client refuses writes once it is.
  */
 import { afterEach, expect, it } from "vitest";
-import { InformerCache } from "../../src/runtime/cache.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { Controller, ReconcileTimeoutError } from "../../src/runtime/controller.ts";
-import type { ReconcileContext } from "../../src/runtime/reconciler.ts";
+import { InformerCache } from "../../packages/runtime/src/cache/cache.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import {
+  Controller,
+  ReconcileTimeoutError,
+} from "../../packages/runtime/src/controller/controller.ts";
+import type { ReconcileContext } from "../../packages/runtime/src/controller/reconciler.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 /** Lets promise chains and the workers' yields run. */

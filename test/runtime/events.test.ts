@@ -1,7 +1,7 @@
 /** The event recorder against a real apiserver: deduplication, new series, spam filter. */
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { EVENT_SPAM_BURST, Recorder } from "../../src/runtime/events.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { EVENT_SPAM_BURST, Recorder } from "../../packages/runtime/src/manager/events.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 

@@ -1,5 +1,5 @@
 /** A clock for tests of the queue's and limiters' own logic: time moves only on `advance`. */
-import type { Clock, TimerHandle } from "../../src/runtime/clock.ts";
+import type { Clock, TimerHandle } from "../../packages/runtime/src/clock.ts";
 
 interface Timer {
   id: number;

@@ -7,10 +7,10 @@
  * runtime benchmark saw reconciles read a version seconds old).
  */
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import { silentLogger } from "../../packages/runtime/src/log.ts";
+import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };

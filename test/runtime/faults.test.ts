@@ -25,12 +25,12 @@ import {
   type Namespace,
   NamespaceKind,
 } from "../../examples/configmapset/types.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import { isNotFound, retryOnConflict } from "../../packages/runtime/src/client/errors.ts";
+import { ExponentialBackoffRateLimiter } from "../../packages/runtime/src/controller/rate-limiter.ts";
+import { silentLogger } from "../../packages/runtime/src/log.ts";
+import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { createControllerManager } from "../../src/controllers/index.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { isNotFound, retryOnConflict } from "../../src/runtime/errors.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
-import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { sleep } from "../helpers/poll.ts";
 import { divergence } from "./faults/divergence.ts";

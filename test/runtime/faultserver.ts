@@ -6,7 +6,7 @@
  * else is forwarded to the real server unchanged (streams included).
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import { failure, type StatusReason } from "../../src/api/status.ts";
+import { failure, type StatusReason } from "../../packages/api/src/status.ts";
 import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
 
 export interface RecordedRequest {

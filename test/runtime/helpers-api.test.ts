@@ -1,10 +1,10 @@
 /** createOrUpdate and updateStatusIfChanged against a real apiserver, counting writes. */
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { Client } from "../../src/runtime/client.ts";
-import { isConflict } from "../../src/runtime/errors.ts";
-import { createOrUpdate } from "../../src/runtime/helpers/createorupdate.ts";
-import { updateStatusIfChanged } from "../../src/runtime/helpers/status.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { Client } from "../../packages/runtime/src/client/client.ts";
+import { isConflict } from "../../packages/runtime/src/client/errors.ts";
+import { createOrUpdate } from "../../packages/runtime/src/helpers/create-or-update.ts";
+import { updateStatusIfChanged } from "../../packages/runtime/src/helpers/status.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };

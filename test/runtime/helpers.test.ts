@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Condition, KubeObject } from "../../src/api/meta.ts";
-import { mapLimit } from "../../src/runtime/helpers/concurrency.ts";
+import type { Condition, KubeObject } from "../../packages/api/src/meta.ts";
+import { TerminalError } from "../../packages/runtime/src/controller/reconciler.ts";
+import { mapLimit } from "../../packages/runtime/src/helpers/concurrency.ts";
 import {
   findCondition,
   isConditionTrue,
@@ -10,13 +11,13 @@ import {
   setErrorCondition,
   setStatusCondition,
   type WithConditions,
-} from "../../src/runtime/helpers/conditions.ts";
+} from "../../packages/runtime/src/helpers/conditions.ts";
 import {
   addFinalizer,
   hasFinalizer,
   isBeingDeleted,
   removeFinalizer,
-} from "../../src/runtime/helpers/finalizers.ts";
+} from "../../packages/runtime/src/helpers/finalizers.ts";
 import {
   AlreadyOwnedError,
   getControllerOf,
@@ -24,8 +25,7 @@ import {
   removeOwnerReference,
   setControllerReference,
   setOwnerReference,
-} from "../../src/runtime/helpers/ownerrefs.ts";
-import { TerminalError } from "../../src/runtime/reconciler.ts";
+} from "../../packages/runtime/src/helpers/owner-references.ts";
 
 const t0 = new Date("2030-01-01T00:00:00Z");
 const t1 = new Date("2030-01-01T01:00:00Z");

@@ -1,14 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { compareResourceVersions } from "../../src/runtime/informer.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { compareResourceVersions } from "../../packages/runtime/src/cache/informer.ts";
 import {
   CONTROLLER_UID_INDEX,
   keyOf,
   NAMESPACE_INDEX,
   ObjectStore,
   OWNER_UID_INDEX,
-} from "../../src/runtime/objectstore.ts";
+} from "../../packages/runtime/src/cache/object-store.ts";
 
 function obj(
   name: string,

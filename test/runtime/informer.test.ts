@@ -1,8 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import type { Client } from "../../src/runtime/client.ts";
-import { type EventHandler, Informer, type InformerOptions } from "../../src/runtime/informer.ts";
-import { OWNER_UID_INDEX } from "../../src/runtime/objectstore.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import {
+  type EventHandler,
+  Informer,
+  type InformerOptions,
+} from "../../packages/runtime/src/cache/informer.ts";
+import { OWNER_UID_INDEX } from "../../packages/runtime/src/cache/object-store.ts";
+import type { Client } from "../../packages/runtime/src/client/client.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { KubeconfigError, kubeconfigYaml, loadKubeconfig } from "../../src/runtime/kubeconfig.ts";
+import {
+  KubeconfigError,
+  kubeconfigYaml,
+  loadKubeconfig,
+} from "../../packages/runtime/src/client/kubeconfig.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubeconfig-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

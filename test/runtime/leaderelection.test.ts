@@ -5,18 +5,18 @@
  * finalizers annotation.
  */
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { kind } from "../../src/runtime/builder.ts";
-import { ReconcileStoppedError } from "../../src/runtime/controller.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { ReconcileStoppedError } from "../../packages/runtime/src/controller/controller.ts";
+import { matching } from "../../packages/runtime/src/controller/predicates.ts";
+import { silentLogger } from "../../packages/runtime/src/log.ts";
 import {
   LEASE_TYPE,
   LeaderElector,
   type Lease,
   microTime,
-} from "../../src/runtime/leaderelection.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { FINALIZERS_ANNOTATION, Manager } from "../../src/runtime/manager.ts";
-import { matching } from "../../src/runtime/predicates.ts";
+} from "../../packages/runtime/src/manager/leader-election.ts";
+import { FINALIZERS_ANNOTATION, Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

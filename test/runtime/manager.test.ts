@@ -4,12 +4,12 @@
  * in flight, and aborting them when the grace runs out.
  */
 import { describe, expect, it } from "vitest";
-import { kind } from "../../src/runtime/builder.ts";
-import { Client as RuntimeClient } from "../../src/runtime/client.ts";
-import { ReconcileStoppedError } from "../../src/runtime/controller.ts";
-import { silentLogger } from "../../src/runtime/log.ts";
-import { Manager } from "../../src/runtime/manager.ts";
-import { matching } from "../../src/runtime/predicates.ts";
+import { Client as RuntimeClient } from "../../packages/runtime/src/client/client.ts";
+import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { ReconcileStoppedError } from "../../packages/runtime/src/controller/controller.ts";
+import { matching } from "../../packages/runtime/src/controller/predicates.ts";
+import { silentLogger } from "../../packages/runtime/src/log.ts";
+import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

@@ -1,14 +1,17 @@
 import { Histogram, Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
+import { WorkQueue } from "../../packages/runtime/src/controller/work-queue.ts";
 import {
   HealthChecks,
   type ProbeServer,
   parseListenAddress,
   startProbeServer,
-} from "../../src/runtime/health.ts";
-import { LabelledHistogram } from "../../src/runtime/histogram.ts";
-import { QUEUE_DURATION_BUCKETS, RuntimeMetrics } from "../../src/runtime/metrics.ts";
-import { WorkQueue } from "../../src/runtime/workqueue.ts";
+} from "../../packages/runtime/src/manager/health.ts";
+import { LabelledHistogram } from "../../packages/runtime/src/metrics/histogram.ts";
+import {
+  QUEUE_DURATION_BUCKETS,
+  RuntimeMetrics,
+} from "../../packages/runtime/src/metrics/metrics.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 /** The value of one sample line (`name{labels} value`) in a Prometheus text exposition. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   and,
   annotationChanged,
@@ -13,7 +13,7 @@ import {
   type Predicate,
   passes,
   resourceVersionChanged,
-} from "../../src/runtime/predicates.ts";
+} from "../../packages/runtime/src/controller/predicates.ts";
 
 function obj(meta: Partial<KubeObject["metadata"]> = {}): KubeObject {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", ...meta } };

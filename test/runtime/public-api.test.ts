@@ -1,17 +1,17 @@
 /**
- * The runtime's public API (src/runtime/index.ts) is whole: every runtime type
+ * The runtime's public API (packages/runtime/src/index.ts) is whole: every runtime type
  * that an exported function, class member or type mentions can be imported
  * from it too, except the plumbing listed below (types only the runtime's own
  * parts pass between themselves). Types of the wire objects (KubeObject,
  * Status...) come from `setpoint/api`.
  */
 import { fileURLToPath } from "node:url";
+import * as runtime from "@setpoint/runtime";
 import ts from "typescript";
 import { expect, it } from "vitest";
-import * as runtime from "../../src/runtime/index.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const ENTRY = `${ROOT}src/runtime/index.ts`;
+const ENTRY = `${ROOT}packages/runtime/src/index.ts`;
 
 /** Mentioned by public signatures, but only for the runtime's own use. */
 const PLUMBING = new Set([
@@ -45,7 +45,7 @@ function unexportedTypes(): Map<string, string> {
   const resolve = (s: ts.Symbol) =>
     s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
   const exported = new Set(checker.getExportsOfModule(moduleSymbol).map(resolve));
-  const inRuntime = (d: ts.Declaration) => d.getSourceFile().fileName.includes("/src/runtime/");
+  const inRuntime = (d: ts.Declaration) => d.getSourceFile().fileName.includes("/packages/runtime/src/");
   const missing = new Map<string, string>();
   const visited = new Set<ts.Symbol>();
 

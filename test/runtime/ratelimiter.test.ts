@@ -7,7 +7,7 @@ import {
   ExponentialBackoffRateLimiter,
   MaxOfRateLimiter,
   TokenBucketRateLimiter,
-} from "../../src/runtime/ratelimiter.ts";
+} from "../../packages/runtime/src/controller/rate-limiter.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 describe("ExponentialBackoffRateLimiter", () => {

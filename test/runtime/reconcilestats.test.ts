@@ -10,7 +10,7 @@ import {
   RECONCILE_STATS_KEYS_PER_BUCKET,
   RECONCILE_STATS_TOP_KEYS,
   ReconcileCounter,
-} from "../../src/runtime/reconcilestats.ts";
+} from "../../packages/runtime/src/controller/reconcile-stats.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 describe("ReconcileCounter", () => {

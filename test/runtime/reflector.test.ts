@@ -3,11 +3,15 @@
  * and the real apiserver, with faults injected by a recording proxy.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import type { Client } from "../../src/runtime/client.ts";
-import { UnexpectedResponseError } from "../../src/runtime/client.ts";
-import { isTooManyRequests, isTransient, RequestTimeoutError } from "../../src/runtime/errors.ts";
-import { Informer, type InformerOptions } from "../../src/runtime/informer.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { Informer, type InformerOptions } from "../../packages/runtime/src/cache/informer.ts";
+import type { Client } from "../../packages/runtime/src/client/client.ts";
+import { UnexpectedResponseError } from "../../packages/runtime/src/client/client.ts";
+import {
+  isTooManyRequests,
+  isTransient,
+  RequestTimeoutError,
+} from "../../packages/runtime/src/client/errors.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/testserver.ts";

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   JsonObjectSplitter,
   WATCH_BUFFER_HIGH_WATER,
@@ -9,7 +9,7 @@ import {
   type WatchEvent,
   WatchIdleError,
   WatchStream,
-} from "../../src/runtime/watchstream.ts";
+} from "../../packages/runtime/src/client/watch-stream.ts";
 
 /** Cuts `bytes` at the given offsets (sorted, deduplicated, inside the buffer). */
 function cut(bytes: Buffer, offsets: number[]): Buffer[] {

@@ -6,8 +6,11 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ExponentialBackoffRateLimiter, type RateLimiter } from "../../src/runtime/ratelimiter.ts";
-import { type Lane, WorkQueue } from "../../src/runtime/workqueue.ts";
+import {
+  ExponentialBackoffRateLimiter,
+  type RateLimiter,
+} from "../../packages/runtime/src/controller/rate-limiter.ts";
+import { type Lane, WorkQueue } from "../../packages/runtime/src/controller/work-queue.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 const KEYS = ["a", "b", "c", "d"];

@@ -1,7 +1,10 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { ExponentialBackoffRateLimiter } from "../../src/runtime/ratelimiter.ts";
-import { type QueueMetricsSink, WorkQueue } from "../../src/runtime/workqueue.ts";
+import { ExponentialBackoffRateLimiter } from "../../packages/runtime/src/controller/rate-limiter.ts";
+import {
+  type QueueMetricsSink,
+  WorkQueue,
+} from "../../packages/runtime/src/controller/work-queue.ts";
 import { FakeClock } from "./fakeclock.ts";
 
 function queue(clock = new FakeClock()) {

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { KubeObject } from "../../src/api/meta.ts";
-import { isNotFound } from "../../src/runtime/errors.ts";
+import type { KubeObject } from "../../packages/api/src/meta.ts";
+import { isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 
 const run = promisify(execFile);

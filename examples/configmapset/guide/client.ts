@@ -2,14 +2,14 @@
  * The client part of the runtime guide (docs/runtime.md quotes the regions
  * below; guide.test.ts runs them against a real apiserver).
  */
-import type { KubeObject } from "../../../src/api/index.ts";
+import type { KubeObject } from "@setpoint/api";
 import {
   type Client,
   isNotFound,
   mapLimit,
   preferredResources,
   retryOnConflict,
-} from "../../../src/runtime/index.ts";
+} from "@setpoint/runtime";
 
 type ConfigMapObject = KubeObject & { data?: Record<string, string> };
 type NamespaceObject = KubeObject & { status?: { phase?: string } };

@@ -4,7 +4,7 @@
  * labelled `guide.setpoint.dev/audited=true` get a finalizer, and their deletion
  * is written to an `audit-log` ConfigMap before they are let go.
  */
-import { deepClone } from "../../../src/api/index.ts";
+import { deepClone } from "@setpoint/api";
 import {
   addFinalizer,
   createOrUpdate,
@@ -16,7 +16,7 @@ import {
   type ReconcileContext,
   type Request,
   removeFinalizer,
-} from "../../../src/runtime/index.ts";
+} from "@setpoint/runtime";
 import { type ConfigMap, ConfigMapKind } from "../types.ts";
 
 export const AUDIT_LABEL = "guide.setpoint.dev/audited";

@@ -5,8 +5,8 @@
  * files run in the example's tests).
  */
 import { readFileSync } from "node:fs";
+import { Client, Manager, silentLogger } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { Client, Manager, silentLogger } from "../../../src/runtime/index.ts";
 import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind } from "../types.ts";
 import { clientMoreTour, clientTour } from "./client.ts";

@@ -2,8 +2,8 @@
  * The informer part of the runtime guide (docs/runtime.md quotes the region
  * below; guide.test.ts runs it against a real apiserver).
  */
-import { deepClone, type KubeObject } from "../../../src/api/index.ts";
-import { type Client, Informer } from "../../../src/runtime/index.ts";
+import { deepClone, type KubeObject } from "@setpoint/api";
+import { type Client, Informer } from "@setpoint/runtime";
 
 type ConfigMapObject = KubeObject & { data?: Record<string, string> };
 

@@ -4,8 +4,8 @@
  * runs with the manager whether or not it leads, reading a side informer of
  * the shared cache that keeps only what it needs.
  */
-import type { KubeObject } from "../../../src/api/index.ts";
-import type { InformerScope, Manager } from "../../../src/runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import type { InformerScope, Manager } from "@setpoint/runtime";
 import { ConfigMapKind } from "../types.ts";
 
 /** Keeps of each ConfigMap only what the counter reads. */

@@ -2,9 +2,8 @@
  * Removing one finalizer by hand, safely: what the removal will do (plan), the
  * guarded JSON patch that does it, and the Event that records it.
  */
-import type { KubeObject } from "../../api/meta.ts";
-import type { JsonPatchOperation } from "../../api/patch/json.ts";
-import { newEvent } from "../../runtime/index.ts";
+import type { JsonPatchOperation, KubeObject } from "@setpoint/api";
+import { newEvent } from "@setpoint/runtime";
 import { type FinalizerHandling, type FinalizerPlace, specFinalizers } from "./stuck.ts";
 
 /** What removing one finalizer from an object will do. */

@@ -3,7 +3,7 @@
  * with a kubeconfig, discover every served resource, list each (bounded
  * concurrency, paged), and read the controllers' leader Leases.
  */
-import type { KubeObject } from "../../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import {
   Client,
   groupResource,
@@ -13,7 +13,7 @@ import {
   preferredResources,
   type RestConfig,
   type ServedResource,
-} from "../../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { ResourceObject } from "./stuck.ts";
 
 /** Resources listed at once. */

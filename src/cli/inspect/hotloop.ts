@@ -22,15 +22,16 @@
  * per-key reconcile counts, which the runtime's Manager publishes on its
  * leader Lease (`RECONCILE_STATS_ANNOTATION`, parsed by `reconcileHotKeys`).
  */
-import { deepEqual } from "../../api/deepcopy.ts";
-import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
+
+import type { KubeObject, ManagedFieldsEntry } from "@setpoint/api";
+import { deepEqual } from "@setpoint/api";
 import {
   type ControllerReconcileStats,
   groupResource,
   RECONCILE_STATS_ANNOTATION,
   type ReconcileStats as RuntimeReconcileStats,
   type ServedResource,
-} from "../../runtime/index.ts";
+} from "@setpoint/runtime";
 
 export { RECONCILE_STATS_ANNOTATION };
 

@@ -5,7 +5,7 @@
  * reading the Event later needs to find whom to ask.
  */
 import { userInfo } from "node:os";
-import type { RestConfig } from "../../runtime/index.ts";
+import type { RestConfig } from "@setpoint/runtime";
 
 export interface Identity {
   /** The context's user name in the kubeconfig ("" when unknown, e.g. in a pod). */

@@ -16,8 +16,8 @@
  * (behind since their last spec write). Objects being deleted are left to the
  * deletion check.
  */
-import type { KubeObject, ManagedFieldsEntry } from "../../api/meta.ts";
-import { groupResource } from "../../runtime/index.ts";
+import type { KubeObject, ManagedFieldsEntry } from "@setpoint/api";
+import { groupResource } from "@setpoint/runtime";
 import { ageOf } from "./duration.ts";
 import { type ObjectRef, objectRef } from "./resources.ts";
 import type { ResourceObject } from "./stuck.ts";

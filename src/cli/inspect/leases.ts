@@ -4,8 +4,8 @@
  * and which finalizers the holder declared in the `setpoint.dev/finalizers`
  * annotation the runtime's Manager writes.
  */
-import type { KubeObject } from "../../api/meta.ts";
-import { FINALIZERS_ANNOTATION, type Lease } from "../../runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import { FINALIZERS_ANNOTATION, type Lease } from "@setpoint/runtime";
 import { ageOf } from "./duration.ts";
 
 /** Namespace of the per-node heartbeat Leases, which are not controller leases. */

@@ -5,11 +5,11 @@
  * runtime's discovery), as kubectl resolves resource names; and how an object
  * is identified in reports (`ObjectRef`, "Widget.example.com ns/name").
  */
-import type { KubeObject } from "../../api/meta.ts";
-import { groupResource, type ServedResource } from "../../runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import { groupResource, type ServedResource } from "@setpoint/runtime";
 import { UsageError } from "../storage.ts";
 
-export type { ServedResource } from "../../runtime/index.ts";
+export type { ServedResource } from "@setpoint/runtime";
 
 /** An object as reports identify it. */
 export interface ObjectRef {

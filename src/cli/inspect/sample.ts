@@ -3,9 +3,9 @@
  * watch per resource, from the resourceVersion of its list, so nothing written
  * after the list is missed; every watch is closed when the window ends.
  */
-import type { KubeObject } from "../../api/meta.ts";
-import type { Client } from "../../runtime/index.ts";
-import { groupResource, type ServedResource } from "../../runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import type { Client } from "@setpoint/runtime";
+import { groupResource, type ServedResource } from "@setpoint/runtime";
 import type { ClusterListing } from "./cluster.ts";
 import { WriteSampler } from "./hotloop.ts";
 

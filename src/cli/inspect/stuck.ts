@@ -13,12 +13,12 @@
  * - abandoned: no live controller declares it (its controller is not running,
  *   or does not publish its finalizers).
  */
-import type { KubeObject } from "../../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
+import type { ServedResource } from "@setpoint/runtime";
 import {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
 } from "../../controllers/manager.ts";
-import type { ServedResource } from "../../runtime/index.ts";
 import { ageOf, formatAge } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 import { type ObjectRef, objectRef } from "./resources.ts";

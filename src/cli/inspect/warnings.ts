@@ -6,8 +6,8 @@
  * told apart (`terminal`) from the warnings other components record. Events
  * with the same component, reason, object and kind (terminal or not) are grouped.
  */
-import type { KubeObject } from "../../api/meta.ts";
-import { lastOccurrence, TERMINAL_ERROR_ACTION } from "../../runtime/index.ts";
+import type { KubeObject } from "@setpoint/api";
+import { lastOccurrence, TERMINAL_ERROR_ACTION } from "@setpoint/runtime";
 import { ageOf } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 

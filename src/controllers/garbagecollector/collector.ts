@@ -41,7 +41,7 @@
  *   namespace, as in Kubernetes; a reference whose UID belongs to an object in
  *   another namespace is reported the same way and counts as absent there.
  */
-import type { KubeObject, OwnerReference } from "../../api/meta.ts";
+import type { KubeObject, OwnerReference } from "@setpoint/api";
 import {
   type CheckResult,
   type Client,
@@ -62,7 +62,7 @@ import {
   type ServedResource,
   type ServerResources,
   silentLogger,
-} from "../../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { BuiltinController } from "../builtin.ts";
 import {
   FINALIZER_FOREGROUND,

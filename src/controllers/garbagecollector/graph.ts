@@ -6,7 +6,7 @@
  * object with that UID exists, so the dependents of a vanished owner can be
  * found. Answers are in-memory: "does UID X exist", "who depends on X".
  */
-import type { OwnerReference } from "../../api/meta.ts";
+import type { OwnerReference } from "@setpoint/api";
 
 /** Finalizer asking the collector to strip dependents' references before the owner goes. */
 export const FINALIZER_ORPHAN = "orphan";

@@ -5,7 +5,7 @@
  * graph needs (identity, ownerReferences, finalizers, deletionTimestamp), so a
  * monitor costs little memory per object, and every change reaches the sink.
  */
-import type { KubeObject, ObjectMeta } from "../../api/meta.ts";
+import type { KubeObject, ObjectMeta } from "@setpoint/api";
 import {
   groupResource,
   type Informer,
@@ -13,7 +13,7 @@ import {
   type InformerScope,
   type Logger,
   type ServedResource,
-} from "../../runtime/index.ts";
+} from "@setpoint/runtime";
 import type { GraphNode } from "./graph.ts";
 
 /** "group/Kind": how a kind is named across versions. */

@@ -2,7 +2,7 @@
  * Small constructors for the built-in types' schemas, so each type file reads like
  * the Kubernetes type it describes.
  */
-import type { Schema } from "../../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 
 /** A string property. */
 export function str(description: string, extra: Partial<Schema> = {}): Schema {

@@ -2,7 +2,7 @@
  * Field error causes worded as Kubernetes words them (the `details.causes` of a 422),
  * and the key and name rules the built-in types share.
  */
-import { CauseType, type StatusCause } from "../../api/status.ts";
+import { CauseType, type StatusCause } from "@setpoint/api";
 
 function show(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);

@@ -1,6 +1,5 @@
 /** core/v1 ConfigMap. */
-import type { KubeObject } from "../../api/meta.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, StatusCause } from "@setpoint/api";
 import type { ResourceDefinition } from "../types.ts";
 import { bool, bytesMap, stringMap } from "./build.ts";
 import {

@@ -3,7 +3,7 @@
  * `kubectl get events` (LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; SUBOBJECT, SOURCE,
  * FIRST SEEN, COUNT and NAME with -o wide).
  */
-import type { KubeObject } from "../../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import type { PrinterColumn } from "../types.ts";
 import { fieldObject, fieldString } from "./build.ts";
 

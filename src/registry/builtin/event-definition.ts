@@ -7,9 +7,7 @@
  * version names the referenced object and a few fields differently; those names are
  * the parameters here.
  */
-import type { KubeObject } from "../../api/meta.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
 import type { ResourceDefinition, Strategy } from "../types.ts";
 import { fieldString } from "./build.ts";
 import { invalid, qualifiedNameErrors, required } from "./causes.ts";

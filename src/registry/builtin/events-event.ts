@@ -1,6 +1,5 @@
 /** events.k8s.io/v1 Event. */
-import type { KubeObject } from "../../api/meta.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { fieldObject, fieldString, int32, object, str } from "./build.ts";

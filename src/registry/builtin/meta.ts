@@ -4,7 +4,7 @@
  * patch markers Kubernetes publishes for them; and `kindSchema`, which gives a
  * top-level kind its apiVersion, kind and metadata.
  */
-import type { Schema } from "../../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import { array, bool, int64, object, str, stringMap } from "./build.ts";
 

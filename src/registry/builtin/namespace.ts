@@ -1,6 +1,5 @@
 /** core/v1 Namespace (cluster-scoped; subresources status and finalize). */
-import type { KubeObject } from "../../api/meta.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, fieldObject, fieldString, object, str } from "./build.ts";

@@ -2,7 +2,7 @@
  * core/v1 types shared by several kinds: ObjectReference, LocalObjectReference
  * and EventSource.
  */
-import type { Schema } from "../../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 import { defineSchema } from "../definitions.ts";
 import { object, str } from "./build.ts";
 

@@ -8,9 +8,9 @@
  * Setpoint authenticates callers but has no authorization layer: every
  * authenticated caller may do everything, and the access reviews say so.
  */
-import { type KubeObject, nowTimestamp } from "../../api/meta.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
+
+import type { Schema, StatusCause } from "@setpoint/api";
+import { type KubeObject, nowTimestamp } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { Requester, ResourceDefinition } from "../types.ts";
 import { array, bool, fieldObject, object, str } from "./build.ts";

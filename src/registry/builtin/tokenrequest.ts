@@ -5,8 +5,7 @@
  * and field-validated as any object is. The apiserver issues the token
  * (src/apiserver/tokenrequest.ts).
  */
-import type { KubeObject } from "../../api/meta.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, field, int64, object, str } from "./build.ts";

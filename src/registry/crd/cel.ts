@@ -20,9 +20,8 @@
  */
 import type { Environment, ParseResult } from "@marcbachmann/cel-js";
 import { Optional } from "@marcbachmann/cel-js";
-import type { Schema, ValidationRule } from "../../api/schema.ts";
-import { CauseType, type StatusCause } from "../../api/status.ts";
-import { fieldErrors } from "../../api/validation.ts";
+import type { Schema, ValidationRule } from "@setpoint/api";
+import { CauseType, fieldErrors, type StatusCause } from "@setpoint/api";
 import { COST_EXCEEDED, type CostMeter, kubernetesEnvironment, withMeter } from "./celib.ts";
 import { childPath, declaredProperty, indexPath, isObject, keyPath } from "./paths.ts";
 

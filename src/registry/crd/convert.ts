@@ -5,10 +5,8 @@
  * the custom resource strategy (defaults, schema validation and CEL rules).
  */
 import { createHash } from "node:crypto";
-import { evaluateJsonPath } from "../../api/jsonpath.ts";
-import type { KubeObject } from "../../api/meta.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
+import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
+import { evaluateJsonPath } from "@setpoint/api";
 import { API_VERSION_DESCRIPTION, KIND_DESCRIPTION, objectMetaProperty } from "../builtin/meta.ts";
 import { objectLimitsCause } from "../objectlimits.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";

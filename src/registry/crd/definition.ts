@@ -11,12 +11,15 @@
  * (`spec.subresources`) and printer columns (`spec.additionalPrinterColumns`).
  * Otherwise each is named under its version, `spec.versions[i]...`.
  */
-import { deepEqual } from "../../api/deepcopy.ts";
-import { JsonPathError, parseJsonPath } from "../../api/jsonpath.ts";
-import type { KubeObject } from "../../api/meta.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
-import { dns1123SubdomainErrors, fieldErrors } from "../../api/validation.ts";
+
+import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
+import {
+  deepEqual,
+  dns1123SubdomainErrors,
+  fieldErrors,
+  JsonPathError,
+  parseJsonPath,
+} from "@setpoint/api";
 import { array, bool, int64, object, str } from "../builtin/build.ts";
 import { kindSchema, time } from "../builtin/meta.ts";
 import { defineSchema, refSchema } from "../definitions.ts";

@@ -3,7 +3,7 @@
  * kind and list kind clash with no other resource served in the same group, as
  * Kubernetes' naming controller decides (the NamesAccepted condition).
  */
-import type { KubeObject } from "../../api/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import type { Registry } from "../registry.ts";
 import { crdSpec } from "./types.ts";
 

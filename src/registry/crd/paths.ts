@@ -3,7 +3,7 @@
  * map keys of additionalProperties joined with a dot (`spec.labels.app`), and the
  * CRD schema paths with keys in brackets (`properties[spec]`).
  */
-import type { Schema } from "../../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 
 /** `parent.child`, or `child` at the root. */
 export function childPath(parent: string, key: string): string {

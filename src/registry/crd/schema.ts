@@ -9,12 +9,11 @@
  * ignored, as is the format of a number (int32, int64, float, double), which
  * Kubernetes does not range-check either.
  */
+
+import type { Schema, StatusCause } from "@setpoint/api";
+import { deepClone, fieldErrors } from "@setpoint/api";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { fullFormats } from "ajv-formats/dist/formats.js";
-import { deepClone } from "../../api/deepcopy.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
-import { fieldErrors } from "../../api/validation.ts";
 import { objectMetaSchema } from "../builtin/meta.ts";
 import { MAX_OBJECT_DEPTH, objectLimitsCause } from "../objectlimits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";

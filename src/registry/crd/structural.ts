@@ -16,10 +16,9 @@
  *   only name and generateName; embedded resources are objects;
  * - defaults: each validates against its own schema and has no unknown fields.
  */
-import { deepClone, deepEqual } from "../../api/deepcopy.ts";
-import type { Schema } from "../../api/schema.ts";
-import type { StatusCause } from "../../api/status.ts";
-import { fieldErrors } from "../../api/validation.ts";
+
+import type { Schema, StatusCause } from "@setpoint/api";
+import { deepClone, deepEqual, fieldErrors } from "@setpoint/api";
 import { compileSchemaRules, validateRules } from "./cel.ts";
 import { isObject } from "./paths.ts";
 import { compileSchema, pruneUnknownFields, validateAgainstSchema } from "./schema.ts";

@@ -1,5 +1,5 @@
 /** The apiextensions.k8s.io/v1 CustomResourceDefinition wire shapes this folder reads. */
-import type { Schema } from "../../api/schema.ts";
+import type { Schema } from "@setpoint/api";
 
 /** The API group of CustomResourceDefinitions. */
 export const APIEXTENSIONS_GROUP = "apiextensions.k8s.io";

@@ -12,10 +12,10 @@ import {
   type Namespace,
   NamespaceKind,
 } from "../../../examples/configmapset/types.ts";
-import { deepEqual } from "../../../src/api/deepcopy.ts";
-import { labelSelectorFromMetav1, matchesLabels } from "../../../src/api/labels.ts";
-import type { Client } from "../../../src/runtime/client.ts";
-import { findCondition } from "../../../src/runtime/helpers/conditions.ts";
+import { deepEqual } from "../../../packages/api/src/deepcopy.ts";
+import { labelSelectorFromMetav1, matchesLabels } from "../../../packages/api/src/labels.ts";
+import type { Client } from "../../../packages/runtime/src/client/client.ts";
+import { findCondition } from "../../../packages/runtime/src/helpers/conditions.ts";
 
 /** The first way the cluster differs from what the sets ask for, or undefined when it agrees. */
 export async function divergence(client: Client): Promise<string | undefined> {

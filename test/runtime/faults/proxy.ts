@@ -20,8 +20,8 @@
  * content, so a test can tell whether a write changed anything.
  */
 import http from "node:http";
-import type { KubeObject } from "../../../src/api/meta.ts";
-import { failure, type StatusReason } from "../../../src/api/status.ts";
+import type { KubeObject } from "../../../packages/api/src/meta.ts";
+import { failure, type StatusReason } from "../../../packages/api/src/status.ts";
 import { forward, listenHttp } from "../../helpers/httpproxy.ts";
 
 export interface FaultPlan {

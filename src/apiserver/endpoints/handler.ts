@@ -1,0 +1,442 @@
+/**
+ * The Kubernetes REST API: every request under /api, /apis and /openapi/v3 —
+ * discovery, OpenAPI, and get/list/watch/create/update/patch/delete/deletecollection
+ * on every registered type — with Kubernetes' semantics, on top of a Store. The
+ * HTTP(S) server, authentication and the public endpoints live in server.ts.
+ */
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { apiVersionOf, errors, failure, type StatusError } from "@setpoint/api";
+import type { Logger } from "pino";
+import type { Registry } from "../../registry/registry.ts";
+import { type CreateSubresource, resourceVerbs, storageVersion } from "../../registry/types.ts";
+import type { Store } from "../../storage/store.ts";
+import {
+  aggregatedDiscovery,
+  aggregatedDiscoveryContentType,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  negotiateAggregatedDiscovery,
+} from "../discovery/discovery.ts";
+import {
+  OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
+  openapiV2Protobuf,
+  openapiV3DocumentJson,
+  openapiV3Hash,
+  openapiV3Index,
+} from "../discovery/openapi.ts";
+import { ServiceAccountTokens } from "../server/service-account-tokens.ts";
+import { DecodedObjects } from "../store/decoded-objects.ts";
+import { objectKey } from "../store/keys.ts";
+import { NamespaceLifecycle } from "../store/namespaces.ts";
+import { NoopApplies } from "../store/noop-applies.ts";
+import type { CacheEntry } from "../watchcache/watch-cache.ts";
+import { WatchCacheSet } from "../watchcache/watch-caches.ts";
+import { writeError, writeObject, writeRaw } from "../wire/response.ts";
+import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
+import { createResource } from "./create.ts";
+import { deleteCollection, deleteResource } from "./delete.ts";
+import { getResource } from "./get.ts";
+import { type ApiLimits, resolveLimits } from "./limits.ts";
+import { listResource } from "./list.ts";
+import { parseListOptions } from "./list-options.ts";
+import { patchResource } from "./patch.ts";
+import { Query, type RequestUrl, requestUrl } from "./request.ts";
+import { negotiateRenderer } from "./respond.ts";
+import { createReview } from "./review.ts";
+import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
+import { getScale, patchScale, updateScale } from "./scale.ts";
+import { createServiceAccountToken } from "./token-request.ts";
+import { updateResource } from "./update.ts";
+import { serveWatch } from "./watch.ts";
+import { WatchTracker } from "./watch-tracker.ts";
+
+export type { UserInfo } from "./context.ts";
+export type { ApiLimits } from "./limits.ts";
+export { DEFAULT_API_LIMITS } from "./limits.ts";
+
+export interface ApiHandlerOptions {
+  store: Store;
+  registry: Registry;
+  logger?: Logger;
+  /** Bookmark interval, watch cache window, body limit...: named constants with defaults. */
+  limits?: Partial<ApiLimits>;
+  /**
+   * Issues the tokens of `serviceaccounts/<name>/token`; default: tokens signed
+   * with a random key, valid until the process ends.
+   */
+  serviceAccountTokens?: ServiceAccountTokens;
+}
+
+export interface ApiHandler {
+  /**
+   * Serves /api, /apis, /openapi/v3 (and /openapi/v2) requests; returns false if the
+   * path is not one of those (the server then 404s).
+   */
+  handle(req: IncomingMessage, res: ServerResponse, user: UserInfo): Promise<boolean>;
+  /** True once the watch caches are primed. */
+  ready(): boolean;
+  /**
+   * The uid of the ServiceAccount `namespace/name` as the watch cache holds it;
+   * undefined when there is none, it is being deleted, or the cache is not primed
+   * yet (then nobody can tell). No storage read: cheap enough for every request.
+   */
+  serviceAccountUid(namespace: string, name: string): string | undefined;
+  /** Ends every open watch cleanly and stops the watch caches. */
+  close(): Promise<void>;
+}
+
+/** Kubernetes' message for a path that names nothing served. */
+export const NOT_FOUND_MESSAGE = "the server could not find the requested resource";
+
+function notFound(): StatusError {
+  return failure(404, "NotFound", NOT_FOUND_MESSAGE, {});
+}
+
+function methodNotAllowed(): StatusError {
+  return failure(
+    405,
+    "MethodNotAllowed",
+    "the server does not allow this method on the requested resource",
+    {},
+  );
+}
+
+/** What a create subresource is served by: `scope` addresses the parent object. */
+type SubresourceCreator = (scope: RequestScope, sub: CreateSubresource) => Promise<void>;
+
+/** The create subresources the handler implements, by `<group>/<plural>/<name>`. */
+type SubresourceCreators = ReadonlyMap<string, SubresourceCreator>;
+
+function creatorKey(group: string, plural: string, name: string): string {
+  return `${group}/${plural}/${name}`;
+}
+
+/** What authentication needs of a cached ServiceAccount, parsed once per cached state. */
+const accountUids = new WeakMap<CacheEntry, string | null>();
+
+function accountUid(entry: CacheEntry): string | undefined {
+  let uid = accountUids.get(entry);
+  if (uid === undefined) {
+    const meta = (JSON.parse(entry.json) as { metadata?: Record<string, unknown> }).metadata;
+    uid = typeof meta?.uid === "string" && !meta.deletionTimestamp ? meta.uid : null;
+    accountUids.set(entry, uid);
+  }
+  return uid ?? undefined;
+}
+
+/** Creates the handler and starts its watch caches (ready() tells when they are primed). */
+export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHandler> {
+  const limits = resolveLimits(opts.limits);
+  const tokens = opts.serviceAccountTokens ?? new ServiceAccountTokens({ key: randomBytes(32) });
+  const creators: SubresourceCreators = new Map<string, SubresourceCreator>([
+    [
+      creatorKey("", "serviceaccounts", "token"),
+      (scope, sub) => createServiceAccountToken(scope, sub, tokens),
+    ],
+  ]);
+  const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
+  const ctx: ApiContext = {
+    store: opts.store,
+    registry: opts.registry,
+    limits,
+    caches,
+    namespaces: new NamespaceLifecycle(opts.store, opts.registry, caches),
+    watches: new WatchTracker(),
+    noopApplies: new NoopApplies(),
+    decoded: new DecodedObjects(),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  };
+  caches.start();
+  let closed = false;
+  return {
+    async handle(req, res, user) {
+      const url = requestUrl(req.url ?? "/");
+      if (url === null) return false;
+      const route = parseRoute(url.pathname);
+      if (!route) return false;
+      const warnings: string[] = [];
+      try {
+        if (closed) throw errors.unavailable("the server is shutting down");
+        await dispatch(ctx, creators, route, req, res, user, url, warnings);
+      } catch (err) {
+        respondError(ctx, req, res, err, warnings);
+      }
+      return true;
+    },
+    ready() {
+      return caches.ready();
+    },
+    serviceAccountUid(namespace, name) {
+      const def = ctx.registry.get("", "serviceaccounts");
+      if (!def || closed) return undefined;
+      const cache = caches.forDef(def);
+      if (!cache.isReady) return undefined;
+      const entry = cache.get(objectKey(def, namespace, name));
+      return entry ? accountUid(entry) : undefined;
+    },
+    async close() {
+      closed = true;
+      ctx.watches.closeAll();
+      await caches.close();
+    },
+  };
+}
+
+function respondError(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  warnings: string[],
+): void {
+  let status: StatusError;
+  if (err instanceof Error && err.name === "StatusError") {
+    status = err as StatusError;
+  } else {
+    ctx.logger?.error({ err, method: req.method, url: req.url }, "request failed");
+    status = errors.internal(err instanceof Error ? err.message : String(err));
+  }
+  if (res.headersSent) {
+    // A streaming response already started: end it.
+    if (!res.writableEnded) res.end();
+    return;
+  }
+  if (status.code === 413) {
+    // The rest of an oversized body is not read: close the connection after answering.
+    res.setHeader("Connection", "close");
+    res.once("finish", () => req.destroy());
+  }
+  if (!status.status.details) status.status.details = {};
+  writeError(res, status, warnings);
+}
+
+async function dispatch(
+  ctx: ApiContext,
+  creators: SubresourceCreators,
+  route: Route,
+  req: IncomingMessage,
+  res: ServerResponse,
+  user: UserInfo,
+  url: RequestUrl,
+  warnings: string[],
+): Promise<void> {
+  const method = req.method ?? "GET";
+  if (route.kind === "resource") {
+    await serveResource(ctx, creators, route, req, res, user, url, warnings);
+    return;
+  }
+  if (method !== "GET") throw methodNotAllowed();
+  const reg = ctx.registry;
+  const accept = req.headers.accept;
+  switch (route.kind) {
+    case "api":
+    case "apis": {
+      const v = negotiateAggregatedDiscovery(accept);
+      if (v) {
+        writeObject(res, 200, aggregatedDiscovery(reg, route.kind, v), {
+          contentType: aggregatedDiscoveryContentType(v),
+        });
+      } else {
+        writeObject(res, 200, route.kind === "api" ? apiVersions() : apiGroupList(reg));
+      }
+      return;
+    }
+    case "apiVersion": {
+      const doc = apiResourceList(reg, "", route.version);
+      if (!doc) throw notFound();
+      writeObject(res, 200, doc);
+      return;
+    }
+    case "group": {
+      const doc = apiGroup(reg, route.group);
+      if (!doc) throw notFound();
+      writeObject(res, 200, doc);
+      return;
+    }
+    case "groupVersion": {
+      const doc = apiResourceList(reg, route.group, route.version);
+      if (!doc) throw notFound();
+      writeObject(res, 200, doc);
+      return;
+    }
+    case "openapiIndex":
+      writeObject(res, 200, openapiV3Index(reg));
+      return;
+    case "openapiV2": {
+      const doc = openapiV2Protobuf();
+      res.statusCode = 200;
+      res.setHeader("Content-Type", OPENAPI_V2_PROTOBUF_CONTENT_TYPE);
+      res.setHeader("Content-Length", doc.length);
+      res.end(doc);
+      return;
+    }
+    case "openapiDocument": {
+      const json = openapiV3DocumentJson(reg, route.group, route.version);
+      if (json === undefined) throw notFound();
+      const hash = openapiV3Hash(reg, route.group, route.version);
+      const asked = url.searchParams.get("hash");
+      if (asked && asked !== hash) {
+        // A stale pinned URL: send the client to the current one.
+        const base = route.group ? `apis/${route.group}` : "api";
+        res.statusCode = 301;
+        res.setHeader("Location", `/openapi/v3/${base}/${route.version}?hash=${hash}`);
+        res.setHeader("Cache-Control", "no-cache, private");
+        res.end();
+        return;
+      }
+      res.setHeader("ETag", `"${hash}"`);
+      if (req.headers["if-none-match"] === `"${hash}"`) {
+        res.statusCode = 304;
+        res.end();
+        return;
+      }
+      if (asked) res.setHeader("Cache-Control", "public, immutable, max-age=31536000");
+      writeRaw(res, 200, "application/json", json);
+      return;
+    }
+    default:
+      throw notFound();
+  }
+}
+
+type Verb =
+  | "get"
+  | "list"
+  | "watch"
+  | "create"
+  | "update"
+  | "patch"
+  | "delete"
+  | "deletecollection";
+
+function verbOf(method: string, route: ResourceRoute, watchParam: boolean): Verb | null {
+  const named = route.name !== undefined;
+  if (route.watchPrefix) return method === "GET" ? "watch" : null;
+  switch (method) {
+    case "GET":
+      if (watchParam) return "watch";
+      return named ? "get" : "list";
+    case "POST":
+      // A POST to an object's subresource creates it (serviceaccounts/<name>/token).
+      return !named || route.subresource !== undefined ? "create" : null;
+    case "PUT":
+      return named ? "update" : null;
+    case "PATCH":
+      return named ? "patch" : null;
+    case "DELETE":
+      return named ? "delete" : "deletecollection";
+    default:
+      return null;
+  }
+}
+
+/** Verbs of the status subresource. */
+const STATUS_VERBS = ["get", "update", "patch"];
+
+/** Verbs of a create subresource. */
+const CREATE_VERBS = ["create"];
+
+async function serveResource(
+  ctx: ApiContext,
+  creators: SubresourceCreators,
+  route: ResourceRoute,
+  req: IncomingMessage,
+  res: ServerResponse,
+  user: UserInfo,
+  url: RequestUrl,
+  warnings: string[],
+): Promise<void> {
+  const found = ctx.registry.lookup(route.group, route.version, route.plural);
+  if (!found) throw notFound();
+  const { def, version } = found;
+  if (!def.namespaced && route.namespace !== undefined) throw notFound();
+  const query = new Query(url.searchParams);
+  const watchParam = query.bool("watch") === true;
+  const verb = verbOf(req.method ?? "GET", route, watchParam);
+  if (!verb) throw methodNotAllowed();
+
+  // Which verbs the addressed (sub)resource serves.
+  let served: readonly string[];
+  let creates: CreateSubresource | undefined;
+  if (route.subresource === undefined) served = resourceVerbs(def);
+  else if (route.subresource === "status" && version.statusSubresource) served = STATUS_VERBS;
+  else if (route.subresource === "scale" && version.scale) served = STATUS_VERBS;
+  else {
+    const extra = def.subresources?.find((s) => s.name === route.subresource);
+    creates = extra ? undefined : def.createSubresources?.find((s) => s.name === route.subresource);
+    if (extra) served = extra.verbs;
+    else if (creates && creators.has(creatorKey(def.group, def.names.plural, creates.name)))
+      served = CREATE_VERBS;
+    else throw notFound();
+  }
+  if (route.subresource !== undefined && (verb === "watch" || verb === "list")) throw notFound();
+  if (!served.includes(verb)) throw methodNotAllowed();
+  if (def.namespaced && route.namespace === undefined) {
+    // The all-namespaces path only lists and watches.
+    if (verb !== "list" && verb !== "watch") {
+      throw route.name === undefined ? methodNotAllowed() : notFound();
+    }
+  }
+
+  const how =
+    verb === "watch" ? "watch" : verb === "list" || verb === "deletecollection" ? "list" : "object";
+  // A create subresource answers with an object of its own kind.
+  const renderer = creates
+    ? negotiateRenderer(req, creates.kind, storageVersion(creates.kind), query, how)
+    : negotiateRenderer(req, def, version, query, how);
+  const scope: RequestScope = {
+    ctx,
+    renderer,
+    req,
+    res,
+    user,
+    def,
+    version,
+    apiVersion: apiVersionOf(def.group, version.name),
+    query,
+    warnings,
+    subject: {
+      group: def.group,
+      resource: def.names.plural,
+      ...(route.name !== undefined ? { name: route.name } : {}),
+    },
+    ...(def.namespaced && route.namespace !== undefined ? { namespace: route.namespace } : {}),
+    ...(route.name !== undefined ? { name: route.name } : {}),
+    ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
+  };
+  if (version.deprecated) {
+    warnings.push(
+      version.deprecationWarning ?? `${scope.apiVersion} ${def.names.kind} is deprecated`,
+    );
+  }
+
+  if (def.review) return createReview(scope, def.review);
+  if (creates)
+    return creators.get(creatorKey(def.group, def.names.plural, creates.name))!(scope, creates);
+  if (scope.subresource === "scale") {
+    if (verb === "get") return getScale(scope);
+    if (verb === "update") return updateScale(scope);
+    return patchScale(scope);
+  }
+  switch (verb) {
+    case "get":
+      return getResource(scope);
+    case "list":
+      return listResource(scope, parseListOptions(query, def, version.name, false));
+    case "watch":
+      return serveWatch(scope, parseListOptions(query, def, version.name, true));
+    case "create":
+      return createResource(scope);
+    case "update":
+      return updateResource(scope);
+    case "patch":
+      return patchResource(scope);
+    case "delete":
+      return deleteResource(scope);
+    case "deletecollection":
+      return deleteCollection(scope);
+  }
+}

@@ -1,0 +1,454 @@
+/**
+ * Streaming watch responses: `Transfer-Encoding: chunked` JSON lines of
+ * `{"type":..., "object":...}`, headers flushed at once. A watch is fed by its
+ * type's watch cache; it starts
+ *
+ * - at "now" with the current state as ADDED events (resourceVersion unset or "0"),
+ * - exactly after resourceVersion N (events from the cache's window; an ERROR
+ *   event with a 410 Expired Status when N is older than the window),
+ * - with sendInitialEvents=true: the state not older than N as ADDED events, then
+ *   a BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
+ *
+ * Watches are selector-aware (an object that stops matching is sent as DELETED,
+ * one that starts matching as ADDED), send periodic BOOKMARKs when asked, end
+ * after timeoutSeconds, and are cut off (their response ended) when the client
+ * stops reading and more than a bounded amount of output is waiting.
+ */
+import type { KubeObject } from "@setpoint/api";
+import { errors, type Status } from "@setpoint/api";
+import { storageVersion } from "../../registry/types.ts";
+import { collectionPrefix } from "../store/keys.ts";
+import { tooLargeResourceVersion } from "../store/store-errors.ts";
+import type {
+  CacheEntry,
+  CacheEvent,
+  CacheWatcher,
+  EventSide,
+  EventType,
+  SharedChunks,
+} from "../watchcache/watch-cache.ts";
+import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
+import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
+import { setWarnings } from "../wire/response.ts";
+import type { RequestScope } from "./context.ts";
+import { entryMatches, type ObjectFilter } from "./filter.ts";
+import { filterFor, listFromStorage } from "./list.ts";
+import type { ListOptions } from "./list-options.ts";
+
+/** The annotation that marks the bookmark ending a watch's initial events. */
+export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
+
+/**
+ * How long a watch with sendInitialEvents and resourceVersion N waits for the cache
+ * to apply N before reading its initial state from storage instead, in ms.
+ */
+export const WATCH_FRESHNESS_WAIT_MS = 100;
+
+const EVENT_TYPES: readonly EventType[] = ["ADDED", "MODIFIED", "DELETED"];
+
+/** Renders watch event objects in one representation, caching per event. */
+class EventRenderer {
+  readonly raw: boolean;
+  readonly table: boolean;
+  readonly key: string;
+  /** The event cache keys of this representation, by (type, side, without table headers). */
+  readonly #lineKeys: string[] = [];
+
+  constructor(readonly r: Renderer) {
+    this.raw = r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
+    this.table = r.output.kind === "table";
+    this.key = `${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
+    for (const type of EVENT_TYPES) {
+      for (const side of ["cur", "prev"]) {
+        for (const nh of ["", "nh"]) this.#lineKeys.push(`${this.key}:${nh}|${type}|${side}`);
+      }
+    }
+  }
+
+  /** The embedded object JSON of `obj` (for objects not from a cache event). */
+  object(obj: KubeObject, noHeaders: boolean): string {
+    const versioned = convertToVersion(obj, this.r.def, this.r.version.name);
+    switch (this.r.output.kind) {
+      case "partial":
+        return JSON.stringify(partialMetadata(versioned, this.r.output.metaVersion ?? "v1"));
+      case "table":
+        return JSON.stringify(tableOf(this.r, [versioned], undefined, noHeaders));
+      default:
+        return JSON.stringify(versioned);
+    }
+  }
+
+  /** The line for an entry of the cache's current state. */
+  entryLine(type: EventType, e: CacheEntry, noHeaders: boolean): string {
+    const obj = this.raw ? e.json : this.object(JSON.parse(e.json) as KubeObject, noHeaders);
+    return `{"type":"${type}","object":${obj}}\n`;
+  }
+
+  /** The line for one side of a cache event (computed once per event and representation). */
+  eventLine(ev: CacheEvent, type: EventType, side: EventSide, noHeaders: boolean): string {
+    const index =
+      (type === "ADDED" ? 0 : type === "MODIFIED" ? 4 : 8) +
+      (side === "cur" ? 0 : 2) +
+      (this.table && noHeaders ? 1 : 0);
+    const key = this.#lineKeys[index];
+    let line = ev.cachedRendering(key);
+    if (line === undefined) {
+      const obj = this.raw
+        ? ev.json(side)
+        : this.object(side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
+      line = `{"type":"${type}","object":${obj}}\n`;
+      ev.keepRendering(key, line);
+    }
+    return line;
+  }
+}
+
+/** What a watcher with filter `f` is sent for an event: its type and side, or null. */
+function selectEvent(f: ObjectFilter, ev: CacheEvent): { type: EventType; side: EventSide } | null {
+  if (ev.type === "ADDED") return entryMatches(f, ev.cur!) ? ADDED_CUR : null;
+  if (ev.type === "DELETED") return entryMatches(f, ev.prev!) ? DELETED_PREV : null;
+  const now = entryMatches(f, ev.cur!);
+  const before = ev.prev !== null && entryMatches(f, ev.prev);
+  if (now && before) return MODIFIED_CUR;
+  if (now) return ADDED_CUR;
+  if (before) return DELETED_PREV;
+  return null;
+}
+
+const ADDED_CUR = { type: "ADDED", side: "cur" } as const;
+const MODIFIED_CUR = { type: "MODIFIED", side: "cur" } as const;
+const DELETED_PREV = { type: "DELETED", side: "prev" } as const;
+
+/**
+ * The key under which watchers share their output in a flush: equal for watchers
+ * sent exactly the same lines for the same events (same representation, same
+ * selection); undefined for Table output, whose first object carries the column
+ * headers and later ones do not, per watcher.
+ */
+function shareKeyOf(renderer: EventRenderer, filter: ObjectFilter): string | undefined {
+  if (renderer.table) return undefined;
+  return `${renderer.key}|${JSON.stringify([filter.namespace ?? null, filter.labels, filter.fields])}`;
+}
+
+function errorLine(status: Status): string {
+  return `${JSON.stringify({ type: "ERROR", object: status })}\n`;
+}
+
+/** One client watch, writing to its HTTP response. */
+class HttpWatcher implements CacheWatcher {
+  startRev: number;
+  #pending: string[] = [];
+  #headersSent = false;
+  #closed = false;
+  #timers: NodeJS.Timeout[] = [];
+  #lastRev: number;
+  #firstObjectSent = false;
+  #onClose: (() => void)[] = [];
+
+  constructor(
+    readonly scope: RequestScope,
+    readonly renderer: EventRenderer,
+    readonly filter: ObjectFilter,
+    readonly bookmarks: boolean,
+    startRev: number,
+    readonly cacheRev: () => number,
+  ) {
+    this.startRev = startRev;
+    this.#lastRev = startRev;
+    this.shareKey = shareKeyOf(renderer, filter);
+  }
+
+  /** The key of the output this watcher shares with others alike (see shareKeyOf). */
+  readonly shareKey: string | undefined;
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Runs `fn` once when the watch ends. */
+  onClose(fn: () => void): void {
+    this.#onClose.push(fn);
+  }
+
+  /** Sends the response headers and flushes them at once. */
+  begin(): void {
+    const res = this.scope.res;
+    res.statusCode = 200;
+    res.setHeader("Content-Type", "application/json");
+    res.setHeader("Transfer-Encoding", "chunked");
+    res.setHeader("Cache-Control", "no-cache, private");
+    // Warnings reach the client with the headers of the stream.
+    setWarnings(res, this.scope.warnings);
+    res.flushHeaders();
+    this.#headersSent = true;
+  }
+
+  #noHeaders(): boolean {
+    const first = !this.#firstObjectSent;
+    this.#firstObjectSent = true;
+    return !first;
+  }
+
+  /** Queues a line for the current state of an entry (initial events). */
+  sendEntry(e: CacheEntry): void {
+    this.#pending.push(this.renderer.entryLine("ADDED", e, this.#noHeaders()));
+    if (e.rev > this.#lastRev) this.#lastRev = e.rev;
+  }
+
+  /** Queues an ADDED line for an object read from storage (initial events). */
+  sendObject(obj: KubeObject): void {
+    const json = this.renderer.object(obj, this.#noHeaders());
+    this.#pending.push(`{"type":"ADDED","object":${json}}\n`);
+  }
+
+  /** Queues a BOOKMARK at `rev` (annotated when it ends the initial events). */
+  sendBookmark(rev: number, initialEventsEnd = false): void {
+    const r = this.renderer.r;
+    const metadata: Record<string, unknown> = { resourceVersion: String(rev) };
+    if (initialEventsEnd) metadata.annotations = { [INITIAL_EVENTS_END_ANNOTATION]: "true" };
+    const obj = {
+      kind: r.def.names.kind,
+      apiVersion: r.def.group ? `${r.def.group}/${r.version.name}` : r.version.name,
+      metadata,
+    };
+    this.#pending.push(`${JSON.stringify({ type: "BOOKMARK", object: obj })}\n`);
+  }
+
+  /** Writes an ERROR event and ends the watch. */
+  fail(status: Status): void {
+    this.#pending.push(errorLine(status));
+    this.close();
+  }
+
+  deliver(ev: CacheEvent): void {
+    if (this.#closed) return;
+    try {
+      if (ev.rev > this.#lastRev) this.#lastRev = ev.rev;
+      const sel = selectEvent(this.filter, ev);
+      if (sel === null) return;
+      const table = this.renderer.table;
+      this.#pending.push(
+        this.renderer.eventLine(ev, sel.type, sel.side, table ? this.#noHeaders() : false),
+      );
+    } catch (err) {
+      this.scope.ctx.logger?.error({ err }, "watch event could not be rendered");
+      this.fail(errors.internal("watch event could not be rendered").status);
+    }
+  }
+
+  deliverBatch(events: readonly CacheEvent[], shared: SharedChunks): void {
+    if (this.#closed) return;
+    let from = 0;
+    while (from < events.length && events[from].rev <= this.startRev) from++;
+    if (from === events.length) {
+      this.flush();
+      return;
+    }
+    const shareKey = this.shareKey;
+    if (shareKey !== undefined && this.#pending.length === 0 && this.#headersSent) {
+      // Watchers alike share one chunk: lines joined and encoded once per flush.
+      const chunk = shared.get(from === 0 ? shareKey : `${shareKey}|${from}`, () =>
+        this.#linesOf(events, from),
+      );
+      if (chunk !== undefined) {
+        const last = events[events.length - 1].rev;
+        if (last > this.#lastRev) this.#lastRev = last;
+        if (chunk !== null) this.#write(chunk);
+        return;
+      }
+    }
+    for (let i = from; i < events.length; i++) this.deliver(events[i]);
+    this.flush();
+  }
+
+  /** The text sent for `events[from..]` (null when none is selected); throws if one cannot be rendered. */
+  #linesOf(events: readonly CacheEvent[], from: number): string | null {
+    const lines: string[] = [];
+    for (let i = from; i < events.length; i++) {
+      const sel = selectEvent(this.filter, events[i]);
+      if (sel !== null) lines.push(this.renderer.eventLine(events[i], sel.type, sel.side, false));
+    }
+    if (lines.length === 0) return null;
+    return lines.length === 1 ? lines[0] : lines.join("");
+  }
+
+  flush(): void {
+    if (this.#pending.length === 0 || !this.#headersSent) return;
+    const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
+    this.#pending = [];
+    this.#write(chunk);
+  }
+
+  /** Writes a chunk of output, unless the client stopped reading (then the watch is cut off). */
+  #write(chunk: string | Buffer): void {
+    const res = this.scope.res;
+    if (res.writableEnded || res.destroyed) {
+      this.#pending = [];
+      return;
+    }
+    if (!this.#closed && res.writableLength > this.scope.ctx.limits.slowWatcherBytes) {
+      // What was written before is still not taken: the client is not reading.
+      this.scope.ctx.logger?.warn(
+        { buffered: res.writableLength, resource: this.scope.def.names.plural },
+        "watch client is not reading; ending its watch",
+      );
+      this.#pending = [];
+      this.close(true);
+      return;
+    }
+    res.write(chunk);
+  }
+
+  /** Starts the bookmark and timeout timers. */
+  startTimers(timeoutMs: number): void {
+    if (this.bookmarks) {
+      const t = setInterval(() => {
+        this.sendBookmark(Math.max(this.#lastRev, this.cacheRev(), this.startRev));
+        this.flush();
+      }, this.scope.ctx.limits.bookmarkIntervalMs);
+      t.unref();
+      this.#timers.push(t);
+    }
+    const t = setTimeout(() => this.close(), timeoutMs);
+    t.unref();
+    this.#timers.push(t);
+  }
+
+  terminate(): void {
+    this.close();
+  }
+
+  /**
+   * Ends the watch: pending events are written and the response is ended properly.
+   * A client that does not take what is buffered within the drain time loses its
+   * connection; one cut off for not reading (`cutOff`) loses it after that time in
+   * any case, so its buffers are freed.
+   */
+  close(cutOff = false): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers = [];
+    const res = this.scope.res;
+    if (!res.writableEnded && !res.destroyed) {
+      if (!this.#headersSent) this.begin();
+      const rest = this.#pending.join("");
+      this.#pending = [];
+      res.end(rest);
+      if (cutOff || res.writableLength > 0) {
+        const t = setTimeout(() => {
+          if (cutOff || !res.writableFinished) res.destroy();
+        }, this.scope.ctx.limits.watchDrainMs);
+        t.unref();
+        if (!cutOff) res.once("finish", () => clearTimeout(t));
+        res.once("close", () => clearTimeout(t));
+      }
+    }
+    for (const fn of this.#onClose.splice(0)) fn();
+  }
+}
+
+function timeoutMs(scope: RequestScope, opts: ListOptions): number {
+  const { watchTimeoutSeconds, maxWatchTimeoutSeconds } = scope.ctx.limits;
+  if (opts.timeoutSeconds !== undefined) {
+    return Math.min(opts.timeoutSeconds, maxWatchTimeoutSeconds) * 1000;
+  }
+  return Math.floor(watchTimeoutSeconds * (1 + Math.random()) * 1000);
+}
+
+/** Serves a watch request. */
+export async function serveWatch(scope: RequestScope, opts: ListOptions): Promise<void> {
+  const { ctx } = scope;
+  if (ctx.watches.closed) throw errors.unavailable("the server is shutting down");
+  const r = scope.renderer;
+  const filter = filterFor(scope, opts);
+  if (scope.name !== undefined) {
+    filter.fields = {
+      requirements: [
+        ...filter.fields.requirements,
+        { field: "metadata.name", operator: "Equals", value: scope.name },
+      ],
+    };
+  }
+  const cache = ctx.caches.forDef(scope.def);
+  await cache.ready();
+  const requested = parseResourceVersion(opts.resourceVersion === "0" ? "" : opts.resourceVersion);
+  const renderer = new EventRenderer(r);
+  const watcher = new HttpWatcher(
+    scope,
+    renderer,
+    filter,
+    opts.allowWatchBookmarks,
+    0,
+    () => cache.deliveredRev,
+  );
+  const prefix = collectionPrefix(scope.def, scope.namespace);
+
+  const initial = opts.sendInitialEvents ?? requested === undefined;
+  if (opts.sendInitialEvents === true && requested !== undefined && requested > cache.rev) {
+    // Not older than N, and the cache has not applied N yet: give it a moment.
+    const caught = await cache.waitFor(requested, WATCH_FRESHNESS_WAIT_MS);
+    if (!caught) {
+      const current = await ctx.store.currentRevision();
+      if (requested > current) throw tooLargeResourceVersion(requested, current);
+      // N belongs to other keys: read the initial state from storage, then follow the cache.
+      const page = await listFromStorage(
+        scope,
+        { ...opts, limit: 0, resourceVersion: "", continue: undefined },
+        filter,
+      );
+      watcher.begin();
+      for (const obj of page.items) watcher.sendObject(obj);
+      watcher.sendBookmark(page.revision, true);
+      const replay = cache.replaySince(page.revision);
+      if (replay.ok) for (const ev of replay.events) watcher.deliver(ev);
+      watcher.startRev = Math.max(page.revision, cache.rev);
+      register(scope, cache, watcher, opts);
+      watcher.flush();
+      return;
+    }
+  }
+
+  if (initial) {
+    watcher.begin();
+    for (const e of cache.entries(prefix)) {
+      if (entryMatches(filter, e)) watcher.sendEntry(e);
+    }
+    watcher.startRev = cache.rev;
+    if (opts.sendInitialEvents === true) watcher.sendBookmark(cache.rev, true);
+    register(scope, cache, watcher, opts);
+    watcher.flush();
+    return;
+  }
+
+  const from = requested ?? cache.rev;
+  const replay = cache.replaySince(from);
+  watcher.begin();
+  if (!replay.ok) {
+    watcher.fail(errors.expired(`too old resource version: ${from} (${replay.oldest})`).status);
+    return;
+  }
+  for (const ev of replay.events) watcher.deliver(ev);
+  watcher.startRev = Math.max(from, cache.rev);
+  register(scope, cache, watcher, opts);
+  watcher.flush();
+}
+
+function register(
+  scope: RequestScope,
+  cache: { addWatcher(w: CacheWatcher): void; removeWatcher(w: CacheWatcher): void },
+  watcher: HttpWatcher,
+  opts: ListOptions,
+): void {
+  const { ctx, req, res } = scope;
+  cache.addWatcher(watcher);
+  ctx.watches.add(watcher);
+  watcher.onClose(() => {
+    cache.removeWatcher(watcher);
+    ctx.watches.delete(watcher);
+  });
+  const end = () => watcher.close();
+  req.once("close", end);
+  res.once("close", end);
+  watcher.startTimers(timeoutMs(scope, opts));
+}

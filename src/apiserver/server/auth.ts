@@ -1,0 +1,201 @@
+/**
+ * Authentication: who is making a request. Setpoint authenticates bearer tokens
+ * from a static table (the admin token written at first start, plus those of a
+ * token file in Kubernetes' `--token-auth-file` format) and ServiceAccount tokens
+ * (satokens.ts, issued by `serviceaccounts/token`); requests without a valid
+ * token are refused with 401, except the public endpoints (health and version), as
+ * in Kubernetes.
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
+import {
+  SERVICE_ACCOUNTS_GROUP,
+  type ServiceAccountTokens,
+  serviceAccountUserName,
+} from "./service-account-tokens.ts";
+
+export interface UserInfo {
+  name: string;
+  groups: string[];
+  uid?: string;
+}
+
+/** The identity used when authentication is switched off (test environments). */
+export const ANONYMOUS_ADMIN: UserInfo = { name: "admin", groups: ["system:masters"] };
+
+/** Paths anyone may read without credentials. */
+export function isPublicPath(path: string): boolean {
+  return (
+    path === "/version" ||
+    path === "/healthz" ||
+    path === "/livez" ||
+    path === "/readyz" ||
+    path.startsWith("/healthz/") ||
+    path.startsWith("/livez/") ||
+    path.startsWith("/readyz/")
+  );
+}
+
+export interface Authenticator {
+  /** The user a request is from, or undefined if it carries no valid credentials. */
+  authenticate(req: IncomingMessage): UserInfo | undefined;
+}
+
+/** The token of an `Authorization: Bearer <token>` header, if the request has one. */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}
+
+/** Authenticates `Authorization: Bearer <token>` against a fixed table of tokens. */
+export class TokenAuthenticator implements Authenticator {
+  private readonly tokens: { token: Buffer; user: UserInfo }[];
+  constructor(tokens: Iterable<[string, UserInfo]>) {
+    this.tokens = [...tokens].map(([token, user]) => ({ token: Buffer.from(token), user }));
+  }
+  authenticate(req: IncomingMessage): UserInfo | undefined {
+    const bearer = bearerToken(req);
+    if (bearer === undefined) return undefined;
+    const presented = Buffer.from(bearer);
+    for (const { token, user } of this.tokens) {
+      if (token.length === presented.length && timingSafeEqual(token, presented)) return user;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The uid of a ServiceAccount as the server knows it now, or undefined when it does
+ * not exist, is being deleted, or cannot be told yet (the cache is not ready).
+ */
+export type ServiceAccountLookup = (namespace: string, name: string) => string | undefined;
+
+/**
+ * Authenticates ServiceAccount tokens: a bearer JWT whose signature, times and
+ * audience `tokens` accepts, for a ServiceAccount that still exists with the uid
+ * in the token (Kubernetes' bound tokens: deleting or recreating the account
+ * revokes its tokens). The user is `system:serviceaccount:NS:NAME` with the
+ * account's uid, in the groups `system:serviceaccounts` and
+ * `system:serviceaccounts:NS`.
+ */
+export class ServiceAccountTokenAuthenticator implements Authenticator {
+  constructor(
+    private readonly tokens: ServiceAccountTokens,
+    private readonly lookup: ServiceAccountLookup,
+  ) {}
+  authenticate(req: IncomingMessage): UserInfo | undefined {
+    const bearer = bearerToken(req);
+    if (bearer === undefined) return undefined;
+    return this.authenticateToken(bearer);
+  }
+  /** The user of a token, or undefined if it is not a valid ServiceAccount token now. */
+  authenticateToken(token: string, now = new Date()): UserInfo | undefined {
+    const verdict = this.tokens.verify(token, now);
+    if (!verdict.ok) return undefined;
+    const { namespace, name, uid } = verdict;
+    if (this.lookup(namespace, name) !== uid) return undefined;
+    return {
+      name: serviceAccountUserName(namespace, name),
+      uid,
+      groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`],
+    };
+  }
+}
+
+/** Bytes of randomness in a generated token. */
+export const TOKEN_BYTES = 32;
+
+export function generateToken(): string {
+  return randomBytes(TOKEN_BYTES).toString("base64url");
+}
+
+/** Reads the token kept at `path`, generating and saving one on first use. */
+export async function loadOrCreateToken(path: string): Promise<string> {
+  if (existsSync(path)) {
+    const token = (await readFile(path, "utf8")).trim();
+    if (token) return token;
+  }
+  const token = generateToken();
+  await writeFile(path, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+/** A token file that cannot be used: the message names the line and what is wrong. */
+export class TokenFileError extends Error {}
+
+/** Splits one CSV line: fields separated by commas, a field in double quotes may hold commas ("" is a quote). */
+function csvFields(line: string): string[] | null {
+  const out: string[] = [];
+  let i = 0;
+  for (;;) {
+    let value = "";
+    if (line[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= line.length) return null; // unterminated quote
+        if (line[i] === '"') {
+          if (line[i + 1] === '"') {
+            value += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        value += line[i++];
+      }
+      if (i < line.length && line[i] !== ",") return null;
+    } else {
+      const comma = line.indexOf(",", i);
+      const end = comma === -1 ? line.length : comma;
+      value = line.slice(i, end);
+      i = end;
+    }
+    out.push(value.trim());
+    if (i >= line.length) return out;
+    i++; // the comma
+  }
+}
+
+/**
+ * Parses a static token file as Kubernetes' `--token-auth-file` reads it: one CSV
+ * line per token, `token,user,uid[,"group1,group2"]`; blank lines and lines starting
+ * with `#` are skipped. Throws TokenFileError naming the line of the first problem
+ * (fewer than three fields, an empty token or user, a token given twice).
+ */
+export function parseTokenFile(text: string, source = "token file"): [string, UserInfo][] {
+  const out: [string, UserInfo][] = [];
+  const seen = new Set<string>();
+  const lines = text.split(/\r?\n/);
+  for (let n = 0; n < lines.length; n++) {
+    const line = lines[n].trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const where = `${source}, line ${n + 1}`;
+    const fields = csvFields(line);
+    if (!fields) throw new TokenFileError(`${where}: unbalanced double quotes`);
+    if (fields.length < 3) {
+      throw new TokenFileError(
+        `${where}: want token,user,uid[,"group,..."], got ${fields.length} fields`,
+      );
+    }
+    const [token, name, uid, groups = ""] = fields;
+    if (!token) throw new TokenFileError(`${where}: empty token`);
+    if (!name) throw new TokenFileError(`${where}: empty user name`);
+    if (seen.has(token)) throw new TokenFileError(`${where}: a token given twice`);
+    seen.add(token);
+    const user: UserInfo = {
+      name,
+      groups: groups
+        .split(",")
+        .map((g) => g.trim())
+        .filter(Boolean),
+    };
+    if (uid) user.uid = uid;
+    out.push([token, user]);
+  }
+  return out;
+}

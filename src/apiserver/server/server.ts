@@ -1,0 +1,238 @@
+/**
+ * The apiserver process core: an HTTP(S) server that authenticates requests,
+ * answers the public endpoints (/version, /healthz, /livez, /readyz) and hands
+ * everything under /api, /apis and /openapi to the API handler.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { errors, type StatusError } from "@setpoint/api";
+import { type Logger, pino } from "pino";
+import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
+import type { Store } from "../../storage/store.ts";
+import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
+import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
+import {
+  ANONYMOUS_ADMIN,
+  type Authenticator,
+  generateToken,
+  isPublicPath,
+  ServiceAccountTokenAuthenticator,
+  TokenAuthenticator,
+  type UserInfo,
+} from "./auth.ts";
+import type { TlsMaterial } from "./certs.ts";
+import { ServiceAccountTokens } from "./service-account-tokens.ts";
+
+/** The Kubernetes minor version reported by default (kubectl picks its build by it). */
+export const DEFAULT_KUBERNETES_MINOR = 32;
+/** Kubernetes minor versions whose kubectl is known to work against Setpoint. */
+export const SUPPORTED_KUBERNETES_MINORS = [27, 28, 29, 30, 31, 32, 33] as const;
+/** How long close() waits for open requests before cutting connections. */
+export const SHUTDOWN_GRACE_MS = 5_000;
+
+export interface ApiServerOptions {
+  store: Store;
+  /** Types served; default: the built-in types. */
+  registry?: Registry;
+  /** Listen address; default 127.0.0.1. */
+  host?: string;
+  /** Listen port; default 6443; 0 picks a free port. */
+  port?: number;
+  /** Serve https with this material; plain http when absent. */
+  tls?: TlsMaterial;
+  /**
+   * Who may call; when absent every request is served as an anonymous admin. When
+   * present, ServiceAccount tokens are accepted too.
+   */
+  authenticator?: Authenticator;
+  /**
+   * The key ServiceAccount tokens are signed with (at least 32 bytes; apiservers
+   * sharing storage must share it); default: a random key, so tokens last as long
+   * as the process.
+   */
+  serviceAccountKey?: string | Buffer;
+  /** Reported Kubernetes minor version (27..33); default 32. */
+  kubernetesMinor?: number;
+  logger?: Logger;
+  limits?: Partial<ApiLimits>;
+}
+
+export interface ApiServer {
+  /** Base URL, e.g. https://127.0.0.1:6443 */
+  readonly url: string;
+  readonly port: number;
+  readonly registry: Registry;
+  /** A token accepted by this server for its own loopback requests (when auth is on). */
+  readonly loopbackToken: string | undefined;
+  /** Stops accepting requests, ends watches cleanly, and closes connections. */
+  close(): Promise<void>;
+}
+
+export function versionInfo(minor: number): Record<string, string> {
+  return {
+    major: "1",
+    minor: String(minor),
+    gitVersion: `v1.${minor}.0+setpoint`,
+    gitCommit: "",
+    gitTreeState: "clean",
+    buildDate: "1970-01-01T00:00:00Z",
+    goVersion: `node${process.versions.node}`,
+    compiler: "node",
+    platform: `${process.platform}/${process.arch === "x64" ? "amd64" : process.arch}`,
+  };
+}
+
+function sendJson(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, {
+    "Content-Type": "application/json",
+    "Content-Length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+function sendStatus(res: ServerResponse, err: StatusError): void {
+  if (!res.headersSent) sendJson(res, err.code, err.status);
+  else res.destroy();
+}
+
+function sendText(res: ServerResponse, code: number, text: string): void {
+  res.writeHead(code, {
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+    "X-Content-Type-Options": "nosniff",
+  });
+  res.end(text);
+}
+
+export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
+  const logger = opts.logger ?? pino({ level: "silent" });
+  const registry = opts.registry ?? createBuiltinRegistry();
+  const minor = opts.kubernetesMinor ?? DEFAULT_KUBERNETES_MINOR;
+  if (!Number.isInteger(minor) || minor < 27 || minor > 33) {
+    throw new Error(`unsupported Kubernetes minor version ${minor}: use 27 to 33`);
+  }
+  const version = versionInfo(minor);
+
+  const serviceAccountTokens = new ServiceAccountTokens({
+    key: opts.serviceAccountKey ?? randomBytes(32),
+  });
+  // Set below: ServiceAccount tokens are checked against the handler's watch cache.
+  let handler: ApiHandler | undefined;
+  let authenticator = opts.authenticator;
+  let loopbackToken: string | undefined;
+  if (authenticator) {
+    // The server's own requests (bootstrap, built-in loops running in process) use a
+    // per-process token that never leaves memory.
+    loopbackToken = generateToken();
+    const loopbackUser: UserInfo = { name: "system:apiserver", groups: ["system:masters"] };
+    const loopback = new TokenAuthenticator([[loopbackToken, loopbackUser]]);
+    const accounts = new ServiceAccountTokenAuthenticator(serviceAccountTokens, (ns, name) =>
+      handler?.serviceAccountUid(ns, name),
+    );
+    const outer = authenticator;
+    authenticator = {
+      authenticate: (req) =>
+        outer.authenticate(req) ?? loopback.authenticate(req) ?? accounts.authenticate(req),
+    };
+  }
+
+  // CustomResourceDefinitions: the type, and the custom resources stored CRDs define.
+  installCrdType(registry);
+  await restoreCustomResources(opts.store, registry, logger);
+
+  const api: ApiHandler = await createApiHandler({
+    store: opts.store,
+    registry,
+    logger,
+    serviceAccountTokens,
+    ...(opts.limits ? { limits: opts.limits } : {}),
+  });
+  handler = api;
+  let closing = false;
+
+  const health = (path: string): boolean => {
+    if (closing) return false;
+    if (path.startsWith("/readyz")) return api.ready();
+    return true;
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    if (isPublicPath(path)) {
+      if (path === "/version") {
+        sendJson(res, 200, version);
+      } else {
+        const ok = health(path);
+        sendText(res, ok ? 200 : 500, ok ? "ok" : "not ready");
+      }
+      return;
+    }
+    let user: UserInfo | undefined = ANONYMOUS_ADMIN;
+    if (authenticator) {
+      user = authenticator.authenticate(req);
+      if (!user) {
+        sendStatus(res, errors.unauthorized());
+        return;
+      }
+    }
+    const requestId = randomUUID();
+    api.handle(req, res, user).then(
+      (handled) => {
+        if (!handled) sendStatus(res, errors.notFound({ resource: "", name: path }));
+      },
+      (err: unknown) => {
+        logger.error({ err, requestId, path }, "request failed");
+        sendStatus(res, errors.internal("the server could not complete the request"));
+      },
+    );
+  };
+
+  const server = opts.tls
+    ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest)
+    : http.createServer(onRequest);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 70_000;
+  // Watches are long-lived responses: no overall request timeout.
+  server.requestTimeout = 0;
+
+  const host = opts.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port ?? 6443, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host;
+  const url = `${opts.tls ? "https" : "http"}://${urlHost}:${port}`;
+  logger.info({ url }, "apiserver listening");
+  const crds = new CrdController({
+    store: opts.store,
+    registry,
+    url,
+    logger,
+    ...(loopbackToken ? { token: loopbackToken } : {}),
+  });
+  crds.start();
+
+  const close = async (): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    await crds.stop();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await api.close();
+    const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    timer.unref();
+    await closed;
+    clearTimeout(timer);
+  };
+
+  return { url, port, registry, loopbackToken, close };
+}

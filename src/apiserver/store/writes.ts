@@ -1,0 +1,173 @@
+/**
+ * Storage writes with Kubernetes' optimistic concurrency: create (409 when the key
+ * exists), and a read-decide-write loop for updates that re-reads and decides
+ * again whenever the compare-and-swap loses a race (a decision that demanded a
+ * particular resourceVersion then fails with 409 Conflict), as Kubernetes'
+ * GuaranteedUpdate does. Dry runs stop before the store.
+ */
+
+import type { KubeObject, StatusError } from "@setpoint/api";
+import { deepClone } from "@setpoint/api";
+import { AlreadyExistsError, ConflictError, NotFoundError } from "../../storage/errors.ts";
+import type { KeyValue } from "../../storage/store.ts";
+import type { RequestScope } from "../endpoints/context.ts";
+import {
+  decodeStored,
+  type EncodedObject,
+  encodeObject,
+  rememberJson,
+  withResourceVersion,
+} from "../wire/codec.ts";
+import { conflictError, statusFromStorage } from "./store-errors.ts";
+
+/** What a decision asks of storage. */
+export type WriteDecision =
+  /** Create the object (the key was absent). */
+  | { action: "create"; obj: KubeObject }
+  /** Replace the stored object. */
+  | { action: "update"; obj: KubeObject }
+  /** Nothing changes: answer with the stored object. */
+  | { action: "noop"; obj: KubeObject }
+  /** Remove the object (its last finalizer went); `obj` is what the client is answered. */
+  | { action: "delete"; obj: KubeObject };
+
+export interface WriteOutcome {
+  /** The object as stored (with its new resourceVersion), or as it would be on a dry run. */
+  obj: KubeObject;
+  action: WriteDecision["action"];
+}
+
+/**
+ * Encodes `obj` for storage and tells the type's watch cache what is about to be
+ * stored at `key`, so that the cache takes the object from this write instead of
+ * decoding its event again.
+ */
+function announceWrite(scope: RequestScope, key: string, obj: KubeObject): EncodedObject {
+  const encoded = encodeObject(obj);
+  scope.ctx.caches.forDef(scope.def).expectWrite(key, encoded, obj, scope.def.strategy.onRead);
+  return encoded;
+}
+
+/**
+ * `obj` as stored at `revision`, with its JSON remembered for the answer and, when
+ * it was an update (`keep`), the object kept for the next update of `key`. A new
+ * object is not kept: most are never updated right away, and keeping every new
+ * object for a while leaves them as garbage among the long-lived ones (the watch
+ * cache's) when they are forgotten; an object updated once is kept from then on.
+ */
+function written(
+  scope: RequestScope,
+  key: string,
+  obj: KubeObject,
+  encoded: EncodedObject,
+  revision: number,
+  keep: boolean,
+): KubeObject {
+  withResourceVersion(obj, revision);
+  rememberJson(obj, encoded.withRevision(revision));
+  if (keep) scope.ctx.decoded.set(key, revision, obj, scope.def.strategy.onRead);
+  else scope.ctx.decoded.delete(key);
+  return obj;
+}
+
+/**
+ * The stored object an update starts from: a copy of the one decoded or written
+ * at the same revision a moment ago, or the stored value decoded (and kept).
+ */
+function currentObject(
+  scope: RequestScope,
+  key: string,
+  kv: Pick<KeyValue, "value" | "modRevision">,
+): KubeObject {
+  const { decoded } = scope.ctx;
+  const onRead = scope.def.strategy.onRead;
+  const kept = decoded.get(key, kv.modRevision, onRead);
+  if (kept) return kept;
+  const obj = decodeStored(kv, scope.def);
+  decoded.set(key, kv.modRevision, deepClone(obj), onRead);
+  return obj;
+}
+
+/** Stores a new object; 409 AlreadyExists if the key is taken. */
+export async function storeCreate(
+  scope: RequestScope,
+  key: string,
+  obj: KubeObject,
+  dryRun: boolean,
+): Promise<KubeObject> {
+  const subject = { ...scope.subject, name: obj.metadata.name ?? "" };
+  if (dryRun) {
+    const existing = await scope.ctx.store.get(key).catch((err: unknown) => {
+      throw statusFromStorage(err, subject);
+    });
+    if (existing) throw statusFromStorage(new AlreadyExistsError(key), subject);
+    delete obj.metadata.resourceVersion;
+    return obj;
+  }
+  try {
+    const encoded = announceWrite(scope, key, obj);
+    const rev = await scope.ctx.store.create(key, encoded.stored);
+    return written(scope, key, obj, encoded, rev, false);
+  } catch (err) {
+    throw statusFromStorage(err, subject);
+  }
+}
+
+/**
+ * Reads `key`, asks `decide` what to do with the current object (null when absent),
+ * and does it; repeats when storage reports that the object changed in between.
+ * `decide` gets a private copy it may modify, and throws to refuse.
+ */
+export async function guaranteedUpdate(
+  scope: RequestScope,
+  key: string,
+  dryRun: boolean,
+  decide: (current: KubeObject | null) => Promise<WriteDecision> | WriteDecision,
+): Promise<WriteOutcome> {
+  const { store, limits } = scope.ctx;
+  let lastError: StatusError | null = null;
+  for (let attempt = 0; attempt <= limits.maxConflictRetries; attempt++) {
+    let kv: Awaited<ReturnType<typeof store.get>>;
+    try {
+      kv = await store.get(key);
+    } catch (err) {
+      throw statusFromStorage(err, scope.subject);
+    }
+    const current = kv ? currentObject(scope, key, kv) : null;
+    const decision = await decide(current);
+    if (dryRun) return { obj: decision.obj, action: decision.action };
+    try {
+      switch (decision.action) {
+        case "noop":
+          return { obj: decision.obj, action: "noop" };
+        case "create": {
+          const encoded = announceWrite(scope, key, decision.obj);
+          const rev = await store.create(key, encoded.stored);
+          return { obj: written(scope, key, decision.obj, encoded, rev, false), action: "create" };
+        }
+        case "update": {
+          const encoded = announceWrite(scope, key, decision.obj);
+          const rev = await store.update(key, encoded.stored, kv!.modRevision);
+          return { obj: written(scope, key, decision.obj, encoded, rev, true), action: "update" };
+        }
+        case "delete": {
+          scope.ctx.decoded.delete(key);
+          // Answered with the object as it was last stored, as Kubernetes does.
+          await store.delete(key, kv!.modRevision);
+          return { obj: decision.obj, action: "delete" };
+        }
+      }
+    } catch (err) {
+      if (
+        err instanceof ConflictError ||
+        err instanceof NotFoundError ||
+        err instanceof AlreadyExistsError
+      ) {
+        lastError = conflictError(scope.subject);
+        continue;
+      }
+      throw statusFromStorage(err, scope.subject);
+    }
+  }
+  throw lastError ?? conflictError(scope.subject);
+}
