@@ -21,14 +21,14 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { CompareResult, CompareTarget } from "../src/storage/etcd/messages.ts";
 import {
   DEFAULT_DIAL_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   EtcdClient,
   EtcdStore,
-} from "../src/storage/etcd.ts";
-import { SqliteStore } from "../src/storage/sqlite.ts";
+} from "../src/storage/etcd/index.ts";
+import { CompareResult, CompareTarget } from "../src/storage/etcd/messages.ts";
+import { SqliteStore } from "../src/storage/sqlite/index.ts";
 import { ETCD_INSTALL_HINT, etcdBinary, startEtcd } from "../test/helpers/etcd.ts";
 import { rawSqliteBaseline } from "./lib/raw-sqlite.ts";
 import {

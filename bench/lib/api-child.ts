@@ -30,7 +30,7 @@ import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { ensureSystemNamespaces } from "../../src/apiserver/server/bootstrap.ts";
 import { generateTlsMaterial, type TlsMaterial } from "../../src/apiserver/server/certs.ts";
 import { startApiServer } from "../../src/apiserver/server/server.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 /** Messages from the parent. */
 export type ToChild =

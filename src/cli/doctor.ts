@@ -28,15 +28,15 @@ import {
   RECONCILE_STATS_ANNOTATION,
   reconcileHotKeys,
   sampledForHotLoops,
-} from "./inspect/hotloop.ts";
+} from "./inspect/hot-loop.ts";
 import { generationLags } from "./inspect/lag.ts";
 import { controllerLeases, isControllerLease, leaseInfo } from "./inspect/leases.ts";
 import type { ServedResource } from "./inspect/resources.ts";
 import { sampleWrites } from "./inspect/sample.ts";
 import { stuckObjects } from "./inspect/stuck.ts";
 import { DEFAULT_WARNING_WINDOW_MS, recentWarnings } from "./inspect/warnings.ts";
+import { UsageError } from "./open-store.ts";
 import { note, parseOutputFormat, print, renderJson } from "./output.ts";
-import { UsageError } from "./storage.ts";
 
 /** Default: objects behind their spec for this long are reported. */
 export const DEFAULT_LAG_THRESHOLD = "5m";

@@ -2,7 +2,7 @@
 import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
-import { UsageError } from "./storage.ts";
+import { UsageError } from "./open-store.ts";
 import { UP_USAGE, up } from "./up.ts";
 
 export const USAGE = `Usage: setpoint <command> [flags]

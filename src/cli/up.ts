@@ -18,12 +18,12 @@ import {
 } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
 import { loadOrCreateTlsMaterial } from "../apiserver/server/certs.ts";
-import { writeKubeconfig } from "../apiserver/server/kubeconfig.ts";
+import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server/server.ts";
+import type { ControllerManager } from "../controllers/controller-manager.ts";
 import { BUILTIN_CONTROLLER_NAMES, createControllerManager } from "../controllers/index.ts";
-import type { ControllerManager } from "../controllers/manager.ts";
 import { parseControllerList, parseDuration } from "./controller-manager.ts";
-import { openStore, UsageError } from "./storage.ts";
+import { openStore, UsageError } from "./open-store.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
 

@@ -6,9 +6,9 @@
  *   Foreground and Orphan deletion (./garbagecollector/collector.ts);
  * - `namespace`: empties a namespace being deleted, then finalizes it
  *   (./namespace.ts);
- * - `event-ttl`: deletes Events once they are older than the TTL (./eventttl.ts);
+ * - `event-ttl`: deletes Events once they are older than the TTL (./event-ttl.ts);
  * - `serviceaccount`: gives every namespace a `default` ServiceAccount
- *   (./serviceaccounts.ts).
+ *   (./service-accounts.ts).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -23,14 +23,14 @@
  * ```
  */
 import type { Logger } from "@setpoint/runtime";
-import type { BuiltinController } from "./builtin.ts";
-import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./eventttl.ts";
+import type { BuiltinController } from "./builtin-controller.ts";
+import { ControllerManager, type ControllerManagerOptions } from "./controller-manager.ts";
+import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./event-ttl.ts";
 import {
   GARBAGE_COLLECTOR,
   GarbageCollector,
   type GarbageCollectorOptions,
 } from "./garbagecollector/collector.ts";
-import { ControllerManager, type ControllerManagerOptions } from "./manager.ts";
 import {
   NAMESPACE_CONTROLLER,
   NamespaceController,
@@ -40,26 +40,26 @@ import {
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
   type ServiceAccountControllerOptions,
-} from "./serviceaccounts.ts";
+} from "./service-accounts.ts";
 
-export type { BuiltinController } from "./builtin.ts";
-export {
-  DEFAULT_EVENT_TTL_MS,
-  EVENT_TTL_CONTROLLER,
-  EventTtlController,
-  type EventTtlOptions,
-} from "./eventttl.ts";
-export {
-  GARBAGE_COLLECTOR,
-  GarbageCollector,
-  type GarbageCollectorOptions,
-} from "./garbagecollector/collector.ts";
+export type { BuiltinController } from "./builtin-controller.ts";
 export {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
   ControllerManager,
   type ControllerManagerOptions,
-} from "./manager.ts";
+} from "./controller-manager.ts";
+export {
+  DEFAULT_EVENT_TTL_MS,
+  EVENT_TTL_CONTROLLER,
+  EventTtlController,
+  type EventTtlOptions,
+} from "./event-ttl.ts";
+export {
+  GARBAGE_COLLECTOR,
+  GarbageCollector,
+  type GarbageCollectorOptions,
+} from "./garbagecollector/collector.ts";
 export {
   NAMESPACE_CONDITION_TYPES,
   NAMESPACE_CONTROLLER,
@@ -71,7 +71,7 @@ export {
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
   type ServiceAccountControllerOptions,
-} from "./serviceaccounts.ts";
+} from "./service-accounts.ts";
 
 /** Settings of every built-in controller. */
 export interface BuiltinOptions {

@@ -1,6 +1,6 @@
 /**
  * The storage contract: an MVCC key-value store with one global, monotonically
- * increasing revision. Both backends (sqlite.ts, etcd.ts) implement it and pass
+ * increasing revision. Both backends (sqlite/, etcd/) implement it and pass
  * the same conformance suite (test/storage/conformance.ts).
  *
  * - Every successful write bumps the global revision by exactly one and returns it.

@@ -15,10 +15,10 @@ import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import { generateToken, TokenAuthenticator } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
 import { generateTlsMaterial } from "../apiserver/server/certs.ts";
-import { writeKubeconfig } from "../apiserver/server/kubeconfig.ts";
+import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
 import type { Registry } from "../registry/registry.ts";
-import { SqliteStore } from "../storage/sqlite.ts";
+import { SqliteStore } from "../storage/sqlite/index.ts";
 
 export interface ControlPlaneOptions {
   /** "memory" (default): nothing on disk; "file": a SQLite file in the temp dir. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepEqual, deepFreeze, setMember } from "../../packages/api/src/deepcopy.ts";
+import { deepClone, deepEqual, deepFreeze, setMember } from "../../packages/api/src/deep-copy.ts";
 
 const json = fc.jsonValue({ maxDepth: 4 });
 

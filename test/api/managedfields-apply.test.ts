@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
-import { FieldSet } from "../../packages/api/src/managedfields/fieldset.ts";
-import { LAST_APPLIED_ANNOTATION } from "../../packages/api/src/managedfields/lastapplied.ts";
+import { FieldSet } from "../../packages/api/src/managedfields/field-set.ts";
+import { LAST_APPLIED_ANNOTATION } from "../../packages/api/src/managedfields/last-applied.ts";
 import { zipListKeys } from "../../packages/api/src/managedfields/merge.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { StatusError } from "../../packages/api/src/status.ts";

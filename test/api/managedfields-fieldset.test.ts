@@ -9,8 +9,8 @@ import {
   parsePathElement,
   pathString,
   valueKey,
-} from "../../packages/api/src/managedfields/fieldpath.ts";
-import { FieldSet, FieldsV1Error } from "../../packages/api/src/managedfields/fieldset.ts";
+} from "../../packages/api/src/managedfields/field-path.ts";
+import { FieldSet, FieldsV1Error } from "../../packages/api/src/managedfields/field-set.ts";
 
 const f = fieldKey;
 

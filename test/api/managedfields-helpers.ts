@@ -4,7 +4,7 @@
  * does and stamps uid/resourceVersion/creationTimestamp like storage.
  */
 import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
-import { FieldSet } from "../../packages/api/src/managedfields/fieldset.ts";
+import { FieldSet } from "../../packages/api/src/managedfields/field-set.ts";
 import { updateManagedFields } from "../../packages/api/src/managedfields/update.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../packages/api/src/deepcopy.ts";
+import { deepClone, deepFreeze } from "../../packages/api/src/deep-copy.ts";
 import { applyPatch, patchTypeOf } from "../../packages/api/src/patch/index.ts";
 import { applyStrategicMergePatch } from "../../packages/api/src/patch/strategic.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";

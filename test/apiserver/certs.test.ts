@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadOrCreateToken, TokenAuthenticator } from "../../src/apiserver/server/auth.ts";
 import { loadOrCreateTlsMaterial } from "../../src/apiserver/server/certs.ts";
-import { kubeconfigYaml } from "../../src/apiserver/server/kubeconfig.ts";
+import { kubeconfigYaml } from "../../src/apiserver/server/kubeconfig-yaml.ts";
 
 function get(url: string, ca: string, servername?: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const WEBAPPS = "/apis/example.com/v1/namespaces/default/webapps";

@@ -13,7 +13,7 @@ import {
   createApiHandler,
 } from "../../src/apiserver/endpoints/handler.ts";
 import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 export interface Reply {
   status: number;

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
 import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRD_YAML = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

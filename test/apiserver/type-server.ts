@@ -18,7 +18,7 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
-} from "../../src/apiserver/discovery/discovery.ts";
+} from "../../src/apiserver/discovery/discovery-documents.ts";
 import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,

@@ -15,7 +15,7 @@ import type {
 } from "../../src/apiserver/watchcache/watch-cache.ts";
 import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
 import { createBuiltinRegistry } from "../../src/registry/registry.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 import {
   configMap,
   eventually,

@@ -21,7 +21,7 @@ import { microTime } from "../../packages/runtime/src/manager/leader-election.ts
 import type { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import type { DoctorReport } from "../../src/cli/inspect/diagnose.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import { electedManager, runCli, startWidgetEnv, WIDGET, widget } from "./helpers.ts";
 
 /** Doctor samples writes for seconds; several runs on a loaded machine. */

@@ -14,7 +14,7 @@ import type { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import {
   electedManager,
   runCli,

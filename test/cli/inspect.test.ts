@@ -22,7 +22,7 @@ import {
   RECONCILE_STATS_ANNOTATION,
   reconcileHotKeys,
   WriteSampler,
-} from "../../src/cli/inspect/hotloop.ts";
+} from "../../src/cli/inspect/hot-loop.ts";
 import { describeIdentity, whoAmI } from "../../src/cli/inspect/identity.ts";
 import { generationLags, lastSpecWrite } from "../../src/cli/inspect/lag.ts";
 import { controllerLeases, leaseInfo } from "../../src/cli/inspect/leases.ts";
@@ -34,8 +34,8 @@ import {
   stuckObjects,
 } from "../../src/cli/inspect/stuck.ts";
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
+import { UsageError } from "../../src/cli/open-store.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
-import { UsageError } from "../../src/cli/storage.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();

@@ -6,11 +6,11 @@
 
 import { type Client, isNotFound, silentLogger } from "@setpoint/runtime";
 import type { KubeObject, OwnerReference } from "../../packages/api/src/meta.ts";
+import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
 import {
   type CreateControllerManagerOptions,
   createControllerManager,
 } from "../../src/controllers/index.ts";
-import type { ControllerManager } from "../../src/controllers/manager.ts";
 import { eventually as pollUntil } from "../helpers/poll.ts";
 
 export const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;

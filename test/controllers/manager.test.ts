@@ -5,16 +5,16 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
 import {
   BUILTIN_CONTROLLER_NAMES,
   CONTROLLER_MANAGER_LEASE,
   createControllerManager,
   UnknownControllerError,
 } from "../../src/controllers/index.ts";
-import type { ControllerManager } from "../../src/controllers/manager.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import { CM, configMap, eventually, gone, NS, refTo, startControllers } from "./helpers.ts";
 
 const LEASE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;

@@ -15,7 +15,7 @@ import {
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import {
   CM,
   clearFinalizers,

@@ -12,7 +12,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { describe, it } from "vitest";
-import { ETCD_MAX_REQUEST_BYTES } from "../../src/storage/etcd.ts";
+import { ETCD_MAX_REQUEST_BYTES } from "../../src/storage/etcd/index.ts";
 
 /** How to install etcd where it is missing (Debian/Ubuntu). */
 export const ETCD_INSTALL_HINT = "apt-get install etcd-server";

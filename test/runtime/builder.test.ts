@@ -14,7 +14,7 @@ import { silentLogger } from "../../packages/runtime/src/log.ts";
 import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const NS = kind("v1", "Namespace");
 const CM = kind("v1", "ConfigMap");

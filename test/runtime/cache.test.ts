@@ -5,7 +5,7 @@ import { CacheNotStartedError, InformerCache } from "../../packages/runtime/src/
 import { ApiError, isBadRequest, isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { addWidgetType } from "../apiserver/harness.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };

@@ -5,9 +5,9 @@ import { preferredResources } from "../../packages/runtime/src/client/discovery.
 import { isConflict, isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { installCrd } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";
-import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
+import { forward, type Listening, listenHttp } from "../helpers/http-proxy.ts";
 import { eventually } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TokenBucket } from "../../packages/runtime/src/client/throttle.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 describe("TokenBucket", () => {
   it("allows a burst, then one token per 1/qps, refilling up to the burst", () => {

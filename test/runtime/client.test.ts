@@ -13,7 +13,7 @@ import {
   isUnauthorized,
   retryOnConflict,
 } from "../../packages/runtime/src/client/errors.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };
 const NS = { apiVersion: "v1", kind: "Namespace" };

@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { deepClone } from "../../packages/api/src/deepcopy.ts";
+import { deepClone } from "../../packages/api/src/deep-copy.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { Client } from "../../packages/runtime/src/client/client.ts";
 import { isNotFound, retryOnConflict } from "../../packages/runtime/src/client/errors.ts";
@@ -23,7 +23,7 @@ import { setControllerReference } from "../../packages/runtime/src/helpers/owner
 import { silentLogger } from "../../packages/runtime/src/log.ts";
 import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 import { startFaultProxy } from "./faults/proxy.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };

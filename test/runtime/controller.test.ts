@@ -19,7 +19,7 @@ import { silentLogger } from "../../packages/runtime/src/log.ts";
 import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 import { startDelayProxy } from "./delayproxy.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };

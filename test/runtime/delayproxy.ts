@@ -5,7 +5,7 @@
  * or a slow network does.
  */
 import http from "node:http";
-import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
+import { forward, type Listening, listenHttp } from "../helpers/http-proxy.ts";
 
 export async function startDelayProxy(target: string, delayMs: number): Promise<Listening> {
   const upstream = new URL(target);

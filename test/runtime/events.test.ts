@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { EVENT_SPAM_BURST, Recorder } from "../../packages/runtime/src/manager/events.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const EVENT = { apiVersion: "v1", kind: "Event" };
 type Event = KubeObject & {

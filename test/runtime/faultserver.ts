@@ -7,7 +7,7 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { failure, type StatusReason } from "../../packages/api/src/status.ts";
-import { forward, type Listening, listenHttp } from "../helpers/httpproxy.ts";
+import { forward, type Listening, listenHttp } from "../helpers/http-proxy.ts";
 
 export interface RecordedRequest {
   method: string;

@@ -5,7 +5,7 @@ import { Client } from "../../packages/runtime/src/client/client.ts";
 import { isConflict } from "../../packages/runtime/src/client/errors.ts";
 import { createOrUpdate } from "../../packages/runtime/src/helpers/create-or-update.ts";
 import { updateStatusIfChanged } from "../../packages/runtime/src/helpers/status.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 type Namespace = KubeObject & {

@@ -9,7 +9,7 @@ import { OWNER_UID_INDEX } from "../../packages/runtime/src/cache/object-store.t
 import type { Client } from "../../packages/runtime/src/client/client.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 import { FaultProxy } from "./netfault.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };

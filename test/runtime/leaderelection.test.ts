@@ -19,7 +19,7 @@ import {
 import { FINALIZERS_ANNOTATION, Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const CM = kind("v1", "ConfigMap");
 const LEASE_MS = 2_000;

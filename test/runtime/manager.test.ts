@@ -12,7 +12,7 @@ import { silentLogger } from "../../packages/runtime/src/log.ts";
 import { Manager } from "../../packages/runtime/src/manager/manager.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 import { FaultProxy } from "./netfault.ts";
 
 const CM = kind("v1", "ConfigMap");

@@ -45,7 +45,8 @@ function unexportedTypes(): Map<string, string> {
   const resolve = (s: ts.Symbol) =>
     s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
   const exported = new Set(checker.getExportsOfModule(moduleSymbol).map(resolve));
-  const inRuntime = (d: ts.Declaration) => d.getSourceFile().fileName.includes("/packages/runtime/src/");
+  const inRuntime = (d: ts.Declaration) =>
+    d.getSourceFile().fileName.includes("/packages/runtime/src/");
   const missing = new Map<string, string>();
   const visited = new Set<ts.Symbol>();
 

@@ -14,7 +14,7 @@ import {
 } from "../../packages/runtime/src/client/errors.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 import { FaultServer, statusBody } from "./faultserver.ts";
 
 const CM = { apiVersion: "v1", kind: "ConfigMap" };

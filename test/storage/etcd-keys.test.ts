@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InvalidKeyError } from "../../src/storage/errors.ts";
 import { decodeContinue, encodeContinue } from "../../src/storage/etcd/continue-token.ts";
-import { KeySpace, prefixEnd } from "../../src/storage/etcd/keys.ts";
+import { KeySpace, prefixEnd } from "../../src/storage/etcd/key-space.ts";
 
 const inRange = (k: Buffer, r: { key: Buffer; rangeEnd: Buffer }) =>
   Buffer.compare(k, r.key) >= 0 && Buffer.compare(k, r.rangeEnd) < 0;

@@ -11,7 +11,7 @@ import {
   InvalidKeyError,
   NotFoundError,
 } from "../../src/storage/errors.ts";
-import { EtcdClient, EtcdStore } from "../../src/storage/etcd.ts";
+import { EtcdClient, EtcdStore } from "../../src/storage/etcd/index.ts";
 import type { Store, WatchEvent } from "../../src/storage/store.ts";
 import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
 import { describeStoreConformance } from "./conformance.ts";

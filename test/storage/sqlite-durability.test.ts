@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 import { exited, onLines, spawnFixture, tempDir } from "./fixtures/files.ts";
 import { durableValue } from "./fixtures/values.ts";
 

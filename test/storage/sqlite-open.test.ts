@@ -2,7 +2,6 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { openWriterConnection } from "../../src/storage/sqlite/open.ts";
 import {
   LOCK_PARTIAL_GRACE_MS,
   lockFileOf,
@@ -10,7 +9,8 @@ import {
   SqliteOpenError,
   SqliteStore,
   WRITER_PAGE_CACHE_KIB,
-} from "../../src/storage/sqlite.ts";
+} from "../../src/storage/sqlite/index.ts";
+import { openWriterConnection } from "../../src/storage/sqlite/open.ts";
 import { digest, exited, filesOf, onLines, spawnFixture, tempDir } from "./fixtures/files.ts";
 
 const tmp = tempDir("setpoint-sqlite-open-");

@@ -5,7 +5,7 @@ import {
   SqliteStore,
   type SqliteStoreOptions,
   WRITER_THREAD_LINGER_MS,
-} from "../../src/storage/sqlite.ts";
+} from "../../src/storage/sqlite/index.ts";
 import type { KeyValue, WatchEvent } from "../../src/storage/store.ts";
 import { tempDir } from "./fixtures/files.ts";
 

@@ -1,4 +1,4 @@
-export * from "./deepcopy.ts";
+export * from "./deep-copy.ts";
 export * from "./fields.ts";
 export * from "./jsonpath.ts";
 export * from "./labels.ts";

@@ -14,7 +14,7 @@
  * A path that finds nothing yields no values (as with AllowMissingKeys); only syntax
  * errors throw.
  */
-import { deepFreeze, isJsonObject } from "./deepcopy.ts";
+import { deepFreeze, isJsonObject } from "./deep-copy.ts";
 
 /** A syntax error in a JSONPath expression or template. */
 export class JsonPathError extends Error {

@@ -11,7 +11,7 @@ import {
   listMetaSchema,
   META_V1,
   objectMetaProperty,
-} from "../../registry/builtin/meta.ts";
+} from "../../registry/builtin/meta-schemas.ts";
 import { defineSchema, refSchema } from "../../registry/definitions.ts";
 
 const statusCauseSchema = defineSchema(

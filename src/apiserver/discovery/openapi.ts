@@ -17,7 +17,7 @@ import {
   KIND_DESCRIPTION,
   listMetaSchema,
   objectMetaProperty,
-} from "../../registry/builtin/meta.ts";
+} from "../../registry/builtin/meta-schemas.ts";
 import { refSchema, schemaDefinition } from "../../registry/definitions.ts";
 import type { Registry } from "../../registry/registry.ts";
 import {

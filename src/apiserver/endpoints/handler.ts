@@ -19,7 +19,7 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
-} from "../discovery/discovery.ts";
+} from "../discovery/discovery-documents.ts";
 import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,

@@ -16,7 +16,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from "@setpoint/api";
-import { objectLimitsCause } from "../../registry/objectlimits.ts";
+import { objectLimitsCause } from "../../registry/object-limits.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import { applySchemaDefaults } from "../wire/schema-walk.ts";
 
@@ -151,7 +151,7 @@ function invalid(def: ResourceDefinition, obj: KubeObject, causes: StatusCause[]
 
 /**
  * 422 when an object to be written is nested too deeply or holds too many values
- * (src/registry/objectlimits.ts): checked before field management, defaulting and
+ * (src/registry/object-limits.ts): checked before field management, defaulting and
  * validation, whose walks over the object would otherwise do the work first.
  */
 export function checkLimits(obj: unknown, def: ResourceDefinition): void {

@@ -3,7 +3,7 @@
  * prefix feeds every client watch of that type. It keeps
  *
  * - the current state of every object (serialized once, with what selectors
- *   need; the JSON packed outside the heap, see watchslabs.ts), which serves lists
+ *   need; the JSON packed outside the heap, see watch-slabs.ts), which serves lists
  *   with resourceVersion=0 and the initial events of watches that start "now";
  * - a window of the most recent events, so a watch can start from a recent
  *   resourceVersion without touching storage;
@@ -371,7 +371,7 @@ export class WatchCache {
     return this.#entries.size;
   }
 
-  /** Slabs holding the objects' JSON (see watchslabs.ts; for diagnostics and tests). */
+  /** Slabs holding the objects' JSON (see watch-slabs.ts; for diagnostics and tests). */
   get slabCount(): number {
     return this.#slabs.slabCount;
   }

@@ -54,7 +54,7 @@ export interface EncodedObject {
    * serialization). The string is flat (one piece of memory, not a chain of the
    * parts it was made of), and asking again for the same revision returns the same
    * string, so the answer to a write and the watch cache's event for it (which copies
-   * its bytes into the cache's slabs, src/apiserver/watchslabs.ts) encode it once.
+   * its bytes into the cache's slabs, src/apiserver/watchcache/watch-slabs.ts) encode it once.
    */
   withRevision(revision: number): string;
 }

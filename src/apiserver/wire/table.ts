@@ -13,7 +13,7 @@
 
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { evaluateJsonPath, formatJsonPathValue } from "@setpoint/api";
-import { objectMetaSchema } from "../../registry/builtin/meta.ts";
+import { objectMetaSchema } from "../../registry/builtin/meta-schemas.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import { coversJson, parseAcceptRanges } from "./media-range.ts";
 

@@ -7,7 +7,7 @@
  * renders. docs/doctor.md describes each check and its thresholds.
  */
 import { formatAge } from "./duration.ts";
-import type { HotKey, HotLoop } from "./hotloop.ts";
+import type { HotKey, HotLoop } from "./hot-loop.ts";
 import type { GenerationLag } from "./lag.ts";
 import type { LeaseInfo } from "./leases.ts";
 import { objectLabel } from "./resources.ts";

@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import { groupResource, type ServedResource } from "@setpoint/runtime";
-import { UsageError } from "../storage.ts";
+import { UsageError } from "../open-store.ts";
 
 export type { ServedResource } from "@setpoint/runtime";
 

@@ -7,7 +7,7 @@ import type { KubeObject } from "@setpoint/api";
 import type { Client } from "@setpoint/runtime";
 import { groupResource, type ServedResource } from "@setpoint/runtime";
 import type { ClusterListing } from "./cluster.ts";
-import { WriteSampler } from "./hotloop.ts";
+import { WriteSampler } from "./hot-loop.ts";
 
 /** What a sample window saw. */
 export interface WriteSample {

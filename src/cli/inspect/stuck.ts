@@ -18,7 +18,7 @@ import type { ServedResource } from "@setpoint/runtime";
 import {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
-} from "../../controllers/manager.ts";
+} from "../../controllers/controller-manager.ts";
 import { ageOf, formatAge } from "./duration.ts";
 import type { LeaseInfo } from "./leases.ts";
 import { type ObjectRef, objectRef } from "./resources.ts";

@@ -63,7 +63,7 @@ import {
   type ServerResources,
   silentLogger,
 } from "@setpoint/runtime";
-import type { BuiltinController } from "../builtin.ts";
+import type { BuiltinController } from "../builtin-controller.ts";
 import {
   FINALIZER_FOREGROUND,
   FINALIZER_ORPHAN,

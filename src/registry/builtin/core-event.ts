@@ -11,7 +11,7 @@ import {
   newEventCauses,
   referenceSelectableFields,
 } from "./event-definition.ts";
-import { kindSchema, microTime, time } from "./meta.ts";
+import { kindSchema, microTime, time } from "./meta-schemas.ts";
 import { CORE_V1, eventSourceSchema, objectReferenceSchema } from "./references.ts";
 
 const eventSeriesSchema = defineSchema(

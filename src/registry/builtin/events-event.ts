@@ -11,7 +11,7 @@ import {
   newEventCauses,
   referenceSelectableFields,
 } from "./event-definition.ts";
-import { kindSchema, microTime, time } from "./meta.ts";
+import { kindSchema, microTime, time } from "./meta-schemas.ts";
 import { eventSourceSchema, objectReferenceSchema } from "./references.ts";
 
 /** Definition-name prefix of events.k8s.io/v1 types. */

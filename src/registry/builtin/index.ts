@@ -1,6 +1,6 @@
 /** Every built-in type, in the order discovery lists them within a group. */
 import type { ResourceDefinition } from "../types.ts";
-import { configMapDefinition } from "./configmap.ts";
+import { configMapDefinition } from "./config-map.ts";
 import { coreEventDefinition } from "./core-event.ts";
 import { eventsV1EventDefinition } from "./events-event.ts";
 import { leaseDefinition } from "./lease.ts";
@@ -11,9 +11,9 @@ import {
   selfSubjectRulesReviewDefinition,
 } from "./reviews.ts";
 import { secretDefinition } from "./secret.ts";
-import { serviceAccountDefinition } from "./serviceaccount.ts";
+import { serviceAccountDefinition } from "./service-account.ts";
 
-export { configMapDefinition } from "./configmap.ts";
+export { configMapDefinition } from "./config-map.ts";
 export { coreEventDefinition } from "./core-event.ts";
 export { eventsV1EventDefinition } from "./events-event.ts";
 export { leaseDefinition } from "./lease.ts";
@@ -24,7 +24,7 @@ export {
   selfSubjectRulesReviewDefinition,
 } from "./reviews.ts";
 export { secretDefinition } from "./secret.ts";
-export { serviceAccountDefinition } from "./serviceaccount.ts";
+export { serviceAccountDefinition } from "./service-account.ts";
 
 /** The built-in resource definitions. */
 export function builtinDefinitions(): ResourceDefinition[] {

@@ -4,7 +4,7 @@ import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { fieldObject, fieldString, int32, object, str } from "./build.ts";
 import { forbidden, invalid, notSupported, qualifiedNameErrors } from "./causes.ts";
-import { kindSchema, microTime } from "./meta.ts";
+import { kindSchema, microTime } from "./meta-schemas.ts";
 
 /** Definition-name prefix of coordination.k8s.io/v1 types. */
 export const COORDINATION_V1 = "io.k8s.api.coordination.v1";

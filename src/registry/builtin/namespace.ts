@@ -4,7 +4,7 @@ import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, fieldObject, fieldString, object, str } from "./build.ts";
 import { invalid, qualifiedNameErrors } from "./causes.ts";
-import { kindSchema, time } from "./meta.ts";
+import { kindSchema, time } from "./meta-schemas.ts";
 import { CORE_V1 } from "./references.ts";
 
 export const NAMESPACE_ACTIVE = "Active";

@@ -15,7 +15,7 @@ import { defineSchema, refSchema } from "../definitions.ts";
 import type { Requester, ResourceDefinition } from "../types.ts";
 import { array, bool, fieldObject, object, str } from "./build.ts";
 import { invalid, required } from "./causes.ts";
-import { kindSchema } from "./meta.ts";
+import { kindSchema } from "./meta-schemas.ts";
 
 /** Definition-name prefixes of the two groups. */
 export const AUTHENTICATION_V1 = "io.k8s.api.authentication.v1";

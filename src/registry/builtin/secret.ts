@@ -11,8 +11,8 @@ import {
   required,
   tooLong,
 } from "./causes.ts";
-import { immutableDataCauses, MAX_DATA_SIZE } from "./configmap.ts";
-import { kindSchema } from "./meta.ts";
+import { immutableDataCauses, MAX_DATA_SIZE } from "./config-map.ts";
+import { kindSchema } from "./meta-schemas.ts";
 import { CORE_V1 } from "./references.ts";
 
 /** The default Secret type. */

@@ -7,8 +7,12 @@
 import { createHash } from "node:crypto";
 import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
 import { evaluateJsonPath } from "@setpoint/api";
-import { API_VERSION_DESCRIPTION, KIND_DESCRIPTION, objectMetaProperty } from "../builtin/meta.ts";
-import { objectLimitsCause } from "../objectlimits.ts";
+import {
+  API_VERSION_DESCRIPTION,
+  KIND_DESCRIPTION,
+  objectMetaProperty,
+} from "../builtin/meta-schemas.ts";
+import { objectLimitsCause } from "../object-limits.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
 import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
 import { isObject } from "./paths.ts";

@@ -21,7 +21,7 @@ import {
   parseJsonPath,
 } from "@setpoint/api";
 import { array, bool, int64, object, str } from "../builtin/build.ts";
-import { kindSchema, time } from "../builtin/meta.ts";
+import { kindSchema, time } from "../builtin/meta-schemas.ts";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { isObject } from "./paths.ts";

@@ -14,11 +14,11 @@ import type { Schema, StatusCause } from "@setpoint/api";
 import { deepClone, fieldErrors } from "@setpoint/api";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { fullFormats } from "ajv-formats/dist/formats.js";
-import { objectMetaSchema } from "../builtin/meta.ts";
-import { MAX_OBJECT_DEPTH, objectLimitsCause } from "../objectlimits.ts";
+import { objectMetaSchema } from "../builtin/meta-schemas.ts";
+import { MAX_OBJECT_DEPTH, objectLimitsCause } from "../object-limits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
-export { checkObjectLimits, MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../objectlimits.ts";
+export { checkObjectLimits, MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../object-limits.ts";
 /** How many compiled schemas are kept (one per CRD version and generation). */
 export const SCHEMA_CACHE_SIZE = 256;
 

@@ -1,7 +1,7 @@
 /**
  * The Store contract on etcd v3 (several machines). See ../store.ts for the contract.
  *
- * Layout. Every key lives under the installation prefix (keys.ts), invisible to
+ * Layout. Every key lives under the installation prefix (key-space.ts), invisible to
  * callers. Revisions are etcd's own: one global revision for the whole etcd cluster,
  * so when several installations (or other programs) share an etcd, revisions seen
  * under one prefix have gaps. They stay strictly increasing, which is all the
@@ -69,9 +69,9 @@ import { DEFAULT_WATCH_BUFFER, MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.t
 import { checkKey, checkRevision, checkValue } from "../validate.ts";
 import { EtcdClient, EtcdRpcError, isUnavailable } from "./client.ts";
 import { decodeContinue, encodeContinue } from "./continue-token.ts";
-import { KeySpace, validatePrefix } from "./keys.ts";
+import { KeySpace, validatePrefix } from "./key-space.ts";
 import { type Compare, CompareResult, CompareTarget, type TxnResponse } from "./messages.ts";
-import { EtcdWatch, failedWatch } from "./watch.ts";
+import { EtcdWatch, failedWatch } from "./store-watch.ts";
 import { WatchFanout } from "./watch-fanout.ts";
 
 /** Default time to wait for a connection to an endpoint before trying the next. */

@@ -14,12 +14,12 @@
  *
  * Isolation. The stream hands each event batch to every joined watch's own queue and
  * never waits for a consumer; a watch that falls too far behind is cut off alone
- * (watch.ts). When the stream fails for good (its resume revision was compacted, etcd
+ * (store-watch.ts). When the stream fails for good (its resume revision was compacted, etcd
  * stayed out of reach), every joined watch ends with that error after its queued events.
  * The stream stops when its last watch leaves.
  */
 import type { WatchEvent } from "../store.ts";
-import type { EtcdWatch } from "./watch.ts";
+import type { EtcdWatch } from "./store-watch.ts";
 import { ResumableWatchStream, type WatchSink, type WatchStreamParams } from "./watch-stream.ts";
 
 export class WatchFanout implements WatchSink {

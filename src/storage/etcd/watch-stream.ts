@@ -19,7 +19,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { ClosedError, CompactedError, StorageError, UnavailableError } from "../errors.ts";
 import type { WatchEvent } from "../store.ts";
 import { type EtcdClient, EtcdRpcError } from "./client.ts";
-import type { KeySpace } from "./keys.ts";
+import type { KeySpace } from "./key-space.ts";
 import {
   type EtcdEvent,
   type EtcdKeyValue,

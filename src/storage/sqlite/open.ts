@@ -3,7 +3,7 @@ import nodePath from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "../errors.ts";
 import { acquireLock, lockFileOf } from "./lock.ts";
-import { APPLICATION_ID, CREATE_SCHEMA, SCHEMA_VERSION, TABLES } from "./schema.ts";
+import { APPLICATION_ID, CREATE_SCHEMA, SCHEMA_VERSION, TABLES } from "./sql-schema.ts";
 
 /** Why a file could not be opened as a store. */
 export type SqliteOpenFailure =

@@ -10,8 +10,8 @@
  */
 import type Database from "better-sqlite3";
 import type { KeyValue, WatchEvent } from "../store.ts";
-import { keyAfter } from "./keys.ts";
-import { META_COMPACT_PROGRESS, META_COMPACTED } from "./schema.ts";
+import { keyAfter } from "./prefix-range.ts";
+import { META_COMPACT_PROGRESS, META_COMPACTED } from "./sql-schema.ts";
 import {
   type ChangeRow,
   type CurrentRow,

@@ -7,7 +7,7 @@
 import type Database from "better-sqlite3";
 import type { KeyValue } from "../store.ts";
 import type { WriteOutcome, WriteRequest } from "./protocol.ts";
-import { META_COMPACT_PROGRESS, META_COMPACTED } from "./schema.ts";
+import { META_COMPACT_PROGRESS, META_COMPACTED } from "./sql-schema.ts";
 import { type CurrentRow, prepareWriteStatements, type WriteStatements } from "./statements.ts";
 
 export class SqliteWriter {

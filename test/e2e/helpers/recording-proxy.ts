@@ -3,7 +3,7 @@
  * what the client sent (method, URL, Content-Type): to see what kubectl puts on the
  * wire, e.g. protobuf bodies.
  */
-import { forward, listenHttp } from "../../helpers/httpproxy.ts";
+import { forward, listenHttp } from "../../helpers/http-proxy.ts";
 
 export interface RecordedRequest {
   method: string;

@@ -1,5 +1,5 @@
 /**
- * The test server (test/helpers/testserver.ts: an apiserver in the test process on
+ * The test server (test/helpers/test-server.ts: an apiserver in the test process on
  * an in-memory SQLite store the test can compact, reachable over real HTTP(S) on a
  * free port, with a kubeconfig for kubectl and client-node), in the terms the
  * end-to-end tests use: a plain-request Target and close().
@@ -8,7 +8,7 @@ import {
   startTestServer,
   type TestServer,
   type TestServerOptions,
-} from "../../helpers/testserver.ts";
+} from "../../helpers/test-server.ts";
 import type { Target } from "./http.ts";
 
 export type E2eServerOptions = Pick<

@@ -5,7 +5,7 @@
  * controller, with conditions carrying `observedGeneration`. No built-in type has
  * such conditions, and `kubectl wait --for=condition` needs them.
  */
-import { objectMetaProperty } from "../../../src/registry/builtin/meta.ts";
+import { objectMetaProperty } from "../../../src/registry/builtin/meta-schemas.ts";
 import { createBuiltinRegistry, type Registry } from "../../../src/registry/registry.ts";
 import type { ResourceDefinition } from "../../../src/registry/types.ts";
 

@@ -12,7 +12,7 @@ import {
   type Namespace,
   NamespaceKind,
 } from "../../../examples/configmapset/types.ts";
-import { deepEqual } from "../../../packages/api/src/deepcopy.ts";
+import { deepEqual } from "../../../packages/api/src/deep-copy.ts";
 import { labelSelectorFromMetav1, matchesLabels } from "../../../packages/api/src/labels.ts";
 import type { Client } from "../../../packages/runtime/src/client/client.ts";
 import { findCondition } from "../../../packages/runtime/src/helpers/conditions.ts";

@@ -22,7 +22,7 @@
 import http from "node:http";
 import type { KubeObject } from "../../../packages/api/src/meta.ts";
 import { failure, type StatusReason } from "../../../packages/api/src/status.ts";
-import { forward, listenHttp } from "../../helpers/httpproxy.ts";
+import { forward, listenHttp } from "../../helpers/http-proxy.ts";
 
 export interface FaultPlan {
   /** Seed of the random choices (same seed, same sequence of choices). */

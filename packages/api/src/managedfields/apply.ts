@@ -18,10 +18,10 @@
  * 5. The manager's Apply entry becomes the configuration's field set; removed fields
  *    leave every set; entries left empty are dropped. The entry's time moves when the
  *    object changes (and is set on a new entry).
- * Client-side apply's annotation is handled as described in lastapplied.ts.
+ * Client-side apply's annotation is handled as described in last-applied.ts.
  */
 
-import { deepEqual, isJsonObject, setMember } from "../deepcopy.ts";
+import { deepEqual, isJsonObject, setMember } from "../deep-copy.ts";
 import type { KubeObject } from "../meta.ts";
 import { parseApiVersion } from "../meta.ts";
 import type { Schema } from "../schema.ts";
@@ -29,13 +29,13 @@ import { errors, type StatusError } from "../status.ts";
 import { type Comparison, compareObjects } from "./compare.ts";
 import { ApplyConflicts, conflictError, conflictsOf } from "./conflict.ts";
 import { extractFields, extractNodes, TypedValueError } from "./extract.ts";
-import { FieldSet } from "./fieldset.ts";
+import { FieldSet } from "./field-set.ts";
 import {
   allowedConflictsFromLastApplied,
   KUBECTL_MANAGER,
   lastAppliedOf,
   syncLastApplied,
-} from "./lastapplied.ts";
+} from "./last-applied.ts";
 import {
   capUpdateManagers,
   decodeManagedFieldsOrEmpty,

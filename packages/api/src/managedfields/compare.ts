@@ -11,10 +11,10 @@
  * may have) are compared as one atomic field.
  */
 
-import { deepEqual, isJsonObject } from "../deepcopy.ts";
+import { deepEqual, isJsonObject } from "../deep-copy.ts";
 import type { Schema } from "../schema.ts";
-import { fieldKey, type PathKey } from "./fieldpath.ts";
-import { FieldSet } from "./fieldset.ts";
+import { fieldKey, type PathKey } from "./field-path.ts";
+import { FieldSet } from "./field-set.ts";
 import {
   fieldType,
   indexList,
@@ -22,7 +22,7 @@ import {
   resourceSchema,
   type Shape,
   shapeOf,
-} from "./typeinfo.ts";
+} from "./type-info.ts";
 import { definedKeys } from "./value.ts";
 
 /** What changed between two versions of an object. */

@@ -5,8 +5,8 @@
  * "--force-conflicts" advice.
  */
 import { CauseType, errors, type StatusCause, type StatusError } from "../status.ts";
-import { type Path, pathString } from "./fieldpath.ts";
-import type { FieldSet } from "./fieldset.ts";
+import { type Path, pathString } from "./field-path.ts";
+import type { FieldSet } from "./field-set.ts";
 import { type ManagerEntry, printManager } from "./managers.ts";
 import { compareStrings } from "./value.ts";
 

@@ -12,7 +12,7 @@
  * between objects, so every one of them is frozen, as is the `{}` of every leaf.
  */
 
-import { setMember } from "../deepcopy.ts";
+import { setMember } from "../deep-copy.ts";
 import type { FieldsV1 } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import {
@@ -21,8 +21,8 @@ import {
   fieldKey,
   type PathKey,
   parsePathElement,
-} from "./fieldpath.ts";
-import type { FieldSet } from "./fieldset.ts";
+} from "./field-path.ts";
+import type { FieldSet } from "./field-set.ts";
 import {
   computeItemKey,
   fieldSchema,
@@ -32,7 +32,7 @@ import {
   type ListKind,
   listKind,
   resourceSchema,
-} from "./typeinfo.ts";
+} from "./type-info.ts";
 import { compareStrings, sortInPlace } from "./value.ts";
 
 /** The marker of a node that is itself a member of the set. */

@@ -12,11 +12,11 @@
  * counts as one atomic field.
  */
 
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import type { Schema } from "../schema.ts";
-import { fieldKey, type PathKey, pathElementString, pathString } from "./fieldpath.ts";
-import { FieldSet } from "./fieldset.ts";
-import { fieldType, indexList, itemSchema, resourceSchema, shapeOf } from "./typeinfo.ts";
+import { fieldKey, type PathKey, pathElementString, pathString } from "./field-path.ts";
+import { FieldSet } from "./field-set.ts";
+import { fieldType, indexList, itemSchema, resourceSchema, shapeOf } from "./type-info.ts";
 import { definedKeys } from "./value.ts";
 
 /** Thrown when an applied configuration cannot be read as its type (its messages name the paths). */

@@ -22,15 +22,15 @@ export {
   pathString,
   serializePathElement,
   valueKey,
-} from "./fieldpath.ts";
-export { FieldSet, FieldsV1Error } from "./fieldset.ts";
+} from "./field-path.ts";
+export { FieldSet, FieldsV1Error } from "./field-set.ts";
 export {
   allowedConflictsFromLastApplied,
   KUBECTL_MANAGER,
   LAST_APPLIED_ANNOTATION,
   lastAppliedValue,
   TOTAL_ANNOTATION_SIZE_LIMIT,
-} from "./lastapplied.ts";
+} from "./last-applied.ts";
 export {
   ANCIENT_CHANGES_MANAGER,
   decodeManagedFields,

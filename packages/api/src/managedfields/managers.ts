@@ -8,9 +8,9 @@
  * time (oldest first), manager, apiVersion and subresource.
  */
 
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import type { ManagedFieldsEntry } from "../meta.ts";
-import { FieldSet, FieldsV1Error } from "./fieldset.ts";
+import { FieldSet, FieldsV1Error } from "./field-set.ts";
 import { compareStrings, goJson, goQuote } from "./value.ts";
 
 /** One manager's ownership. */

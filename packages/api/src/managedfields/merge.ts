@@ -14,11 +14,11 @@
  * which replaces them with its single item.
  */
 
-import { isJsonObject, setMember } from "../deepcopy.ts";
+import { isJsonObject, setMember } from "../deep-copy.ts";
 import type { Schema } from "../schema.ts";
 import { isEmptyContainer, pairShape } from "./compare.ts";
-import type { PathKey } from "./fieldpath.ts";
-import { fieldType, indexList, itemSchema, resourceSchema } from "./typeinfo.ts";
+import type { PathKey } from "./field-path.ts";
+import { fieldType, indexList, itemSchema, resourceSchema } from "./type-info.ts";
 import { definedKeys } from "./value.ts";
 
 /** The merge of `applied` into `live` (whole objects). Shares values with its inputs. */

@@ -10,11 +10,11 @@
  * it there when nobody owns it nor anything below it).
  */
 
-import { setMember } from "../deepcopy.ts";
+import { setMember } from "../deep-copy.ts";
 import type { Schema } from "../schema.ts";
 import { extractFields, extractNodes } from "./extract.ts";
-import { fieldKey } from "./fieldpath.ts";
-import { FieldSet } from "./fieldset.ts";
+import { fieldKey } from "./field-path.ts";
+import { FieldSet } from "./field-set.ts";
 import {
   childSchema,
   fieldType,
@@ -22,7 +22,7 @@ import {
   itemSchema,
   resourceSchema,
   shapeOf,
-} from "./typeinfo.ts";
+} from "./type-info.ts";
 import { definedKeys } from "./value.ts";
 
 /** `obj` without the fields of `set` (whole nodes). Shares untouched values with `obj`. */

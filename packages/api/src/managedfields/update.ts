@@ -8,20 +8,20 @@
  * - a write through a subresource always starts from the live object's;
  * - otherwise the request's own managedFields count when they are valid and not
  *   empty (this is how a client rewrites them, e.g. kubectl's client-side → server-side
- *   apply migration, see lastapplied.ts); `[]` or `[{}]` resets them to nothing; absent
+ *   apply migration, see last-applied.ts); `[]` or `[{}]` resets them to nothing; absent
  *   or invalid ones fall back to the live object's;
  * - an existing object without managedFields (never tracked, or reset) is not
  *   tracked by updates: the result stays empty until the next apply. Creates are
  *   always tracked.
  */
 
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { compareObjects } from "./compare.ts";
 import { createdFieldsV1 } from "./created.ts";
-import { fieldKey } from "./fieldpath.ts";
-import { FieldSet } from "./fieldset.ts";
+import { fieldKey } from "./field-path.ts";
+import { FieldSet } from "./field-set.ts";
 import {
   capUpdateManagers,
   decodeManagedFields,

@@ -4,9 +4,9 @@
  * elements), and JSON text written the way Go's encoder writes it (object keys
  * sorted, `<`, `>` and `&` escaped), since that text ends up in `k:`/`v:` path
  * elements and in the last-applied annotation, where clients compare it byte for byte.
- * Equality, plain-object tests and own-member writes are deepcopy.ts's.
+ * Equality, plain-object tests and own-member writes are deep-copy.ts's.
  */
-import { isJsonObject, setMember } from "../deepcopy.ts";
+import { isJsonObject, setMember } from "../deep-copy.ts";
 
 /** The keys of a JSON object whose values are not `undefined`, in insertion order. */
 export function definedKeys(o: Record<string, unknown>): string[] {

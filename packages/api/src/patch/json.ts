@@ -10,7 +10,7 @@
  * request" followed by the reason worded as Kubernetes' JSON patch library words it.
  * As there, negative array indices count from the end.
  */
-import { deepClone, deepEqual, isJsonObject, setMember } from "../deepcopy.ts";
+import { deepClone, deepEqual, isJsonObject, setMember } from "../deep-copy.ts";
 import { errors } from "../status.ts";
 import { patchMalformed, patchNotApplicable } from "./errors.ts";
 

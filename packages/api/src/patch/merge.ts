@@ -3,7 +3,7 @@
  * merge member by member, `null` removes a member, anything else (arrays included)
  * replaces the target value whole.
  */
-import { deepClone, deepEqual, isJsonObject, setMember } from "../deepcopy.ts";
+import { deepClone, deepEqual, isJsonObject, setMember } from "../deep-copy.ts";
 
 /**
  * Applies a merge patch to `target` and returns the result; neither input is

@@ -23,7 +23,7 @@
  * (so a new item goes first): Kubernetes' rule. Errors follow Kubernetes: 400 for
  * a malformed patch, 422 for lists of lists.
  */
-import { deepClone, isJsonObject, setMember } from "../deepcopy.ts";
+import { deepClone, isJsonObject, setMember } from "../deep-copy.ts";
 import { childSchema, type Schema } from "../schema.ts";
 import type { StatusError } from "../status.ts";
 import { patchMalformed, patchNotApplicable } from "./errors.ts";

@@ -18,7 +18,7 @@ export async function openStore(f: StorageFlags): Promise<Store> {
     case "sqlite": {
       mkdirSync(f.dataDir, { recursive: true, mode: 0o700 });
       // Backends are loaded on demand: each pulls in its own driver.
-      const { SqliteStore } = await import("../storage/sqlite.ts");
+      const { SqliteStore } = await import("../storage/sqlite/index.ts");
       return SqliteStore.open(join(f.dataDir, SQLITE_FILE));
     }
     case "etcd": {
@@ -29,7 +29,7 @@ export async function openStore(f: StorageFlags): Promise<Store> {
       if (endpoints.length === 0) {
         throw new UsageError("--storage etcd needs --etcd-endpoints URL[,URL...]");
       }
-      const { EtcdStore } = await import("../storage/etcd.ts");
+      const { EtcdStore } = await import("../storage/etcd/index.ts");
       return EtcdStore.open({ endpoints, prefix: f.etcdPrefix });
     }
     default:

@@ -33,7 +33,7 @@ import {
   type Runnable,
   silentLogger,
 } from "@setpoint/runtime";
-import type { BuiltinController } from "./builtin.ts";
+import type { BuiltinController } from "./builtin-controller.ts";
 
 /** The controller's name (what `--disable` takes). */
 export const EVENT_TTL_CONTROLLER = "event-ttl";

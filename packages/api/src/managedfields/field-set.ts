@@ -15,9 +15,9 @@
  * only creates the nodes of the path it adds), so emptiness is known at once.
  */
 
-import { isJsonObject, setMember } from "../deepcopy.ts";
+import { isJsonObject, setMember } from "../deep-copy.ts";
 import type { FieldsV1 } from "../meta.ts";
-import { canonicalPathKey, comparePathKeys, type Path, type PathKey } from "./fieldpath.ts";
+import { canonicalPathKey, comparePathKeys, type Path, type PathKey } from "./field-path.ts";
 import { sortInPlace } from "./value.ts";
 
 /** Thrown when a FieldsV1 document cannot be decoded. */

@@ -10,7 +10,7 @@ import { ServiceAccountTokens } from "../../src/apiserver/server/service-account
 import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/protobuf.ts";
 import { request } from "../e2e/helpers/http.ts";
 import { eventually } from "../helpers/poll.ts";
-import { startForFile, startTestServer } from "../helpers/testserver.ts";
+import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const srv = startForFile(() => startTestServer({ tls: true }));
 

@@ -5,10 +5,10 @@
  */
 import { afterAll, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import type { ControllerManager } from "../../src/controllers/manager.ts";
+import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import { CM, configMap, eventually, find, gone, refTo, startControllers } from "./helpers.ts";
 
 // Each test runs the controllers it tests.

@@ -8,10 +8,10 @@
 import { lastOccurrence } from "@setpoint/runtime";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { reduceEvent } from "../../src/controllers/eventttl.ts";
+import { reduceEvent } from "../../src/controllers/event-ttl.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import { EVENT, eventually, gone, startControllers } from "./helpers.ts";
 
 const EVENTS_V1 = { apiVersion: "events.k8s.io/v1", kind: "Event" } as const;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { keyKey } from "../../packages/api/src/managedfields/fieldpath.ts";
-import { ITEM_KEY_CACHE_SIZE, indexList } from "../../packages/api/src/managedfields/typeinfo.ts";
+import { keyKey } from "../../packages/api/src/managedfields/field-path.ts";
+import { ITEM_KEY_CACHE_SIZE, indexList } from "../../packages/api/src/managedfields/type-info.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";
 
 const env: Schema = {

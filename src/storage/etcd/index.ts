@@ -1,5 +1,5 @@
 /** The etcd backend of the Store contract (several machines). */
-export { EtcdClient, type EtcdClientOptions, EtcdRpcError } from "./etcd/client.ts";
+export { EtcdClient, type EtcdClientOptions, EtcdRpcError } from "./client.ts";
 export {
   DEFAULT_DIAL_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -7,4 +7,4 @@ export {
   ETCD_MAX_REQUEST_BYTES,
   EtcdStore,
   type EtcdStoreOptions,
-} from "./etcd/store.ts";
+} from "./store.ts";

@@ -34,20 +34,7 @@ import {
   NotFoundError,
   StorageError,
   UnavailableError,
-} from "./errors.ts";
-import { InProcessChannel, type WriterChannel, type WriterEvents } from "./sqlite/channel.ts";
-import { Fifo } from "./sqlite/fifo.ts";
-import { decodeContinue, encodeContinue, keyAfter, prefixRange } from "./sqlite/keys.ts";
-import { openDatabase, READER_PAGE_CACHE_KIB } from "./sqlite/open.ts";
-import {
-  type ResolvedSqliteStoreOptions,
-  resolveOptions,
-  type SqliteStoreOptions,
-} from "./sqlite/options.ts";
-import type { WriteKind, WriteOutcome, WriteRefused, WriteRequest } from "./sqlite/protocol.ts";
-import { SnapshotReader } from "./sqlite/reader.ts";
-import { BufferedWatch } from "./sqlite/watch.ts";
-import { ThreadChannel } from "./sqlite/writer-thread-client.ts";
+} from "../errors.ts";
 import type {
   GetOptions,
   KeyValue,
@@ -57,28 +44,21 @@ import type {
   Watch,
   WatchEvent,
   WatchOptions,
-} from "./store.ts";
-import { checkKey, checkRevision, checkValue } from "./validate.ts";
-
-export { LOCK_PARTIAL_GRACE_MS, lockFileOf } from "./sqlite/lock.ts";
-export {
-  PAGE_CACHE_KIB,
-  QUICK_CHECK_MAX_BYTES,
-  READER_PAGE_CACHE_KIB,
-  SqliteOpenError,
-  type SqliteOpenFailure,
-  WRITER_BUSY_TIMEOUT_MS,
-  WRITER_PAGE_CACHE_KIB,
-} from "./sqlite/open.ts";
-export {
-  DEFAULT_COMPACTION_BATCH_SIZE,
-  DEFAULT_COMPACTION_INTERVAL_MS,
-  DEFAULT_HISTORY_RETENTION_MS,
-  DEFAULT_MIN_HISTORY_REVISIONS,
-  MAX_BATCH_WRITES,
+} from "../store.ts";
+import { checkKey, checkRevision, checkValue } from "../validate.ts";
+import { BufferedWatch } from "./buffered-watch.ts";
+import { InProcessChannel, type WriterChannel, type WriterEvents } from "./channel.ts";
+import { Fifo } from "./fifo.ts";
+import { openDatabase, READER_PAGE_CACHE_KIB } from "./open.ts";
+import {
+  type ResolvedSqliteStoreOptions,
+  resolveOptions,
   type SqliteStoreOptions,
-} from "./sqlite/options.ts";
-export { currentWriterThread, WRITER_THREAD_LINGER_MS } from "./sqlite/writer-thread-client.ts";
+} from "./options.ts";
+import { decodeContinue, encodeContinue, keyAfter, prefixRange } from "./prefix-range.ts";
+import type { WriteKind, WriteOutcome, WriteRefused, WriteRequest } from "./protocol.ts";
+import { SnapshotReader } from "./reader.ts";
+import { ThreadChannel } from "./writer-thread-client.ts";
 
 /**
  * A list page carries remainingItemCount when it is read at most this many revisions

@@ -32,12 +32,12 @@
  * and not empty, and leaves them as they are when the write changes nothing else.
  */
 
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import type { KubeObject } from "../meta.ts";
 import type { Schema } from "../schema.ts";
 import { compareObjects } from "./compare.ts";
 import { extractFields } from "./extract.ts";
-import type { FieldSet } from "./fieldset.ts";
+import type { FieldSet } from "./field-set.ts";
 import { cloneJson, getOwn, goJson } from "./value.ts";
 
 /** The annotation client-side apply keeps its last applied configuration in. */

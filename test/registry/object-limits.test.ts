@@ -6,7 +6,7 @@ import {
   MAX_OBJECT_NODES,
   objectLimitsCause,
   withinObjectLimits,
-} from "../../src/registry/objectlimits.ts";
+} from "../../src/registry/object-limits.ts";
 
 /** `leaf` nested `depth` levels down, alternating maps and lists. */
 function nested(depth: number, leaf: unknown): unknown {

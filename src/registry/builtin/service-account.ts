@@ -2,9 +2,9 @@
 import { refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, bool } from "./build.ts";
-import { kindSchema } from "./meta.ts";
+import { kindSchema } from "./meta-schemas.ts";
 import { CORE_V1, localObjectReferenceSchema, objectReferenceSchema } from "./references.ts";
-import { tokenRequestDefinition } from "./tokenrequest.ts";
+import { tokenRequestDefinition } from "./token-request.ts";
 
 export const serviceAccountSchema = kindSchema(
   `${CORE_V1}.ServiceAccount`,

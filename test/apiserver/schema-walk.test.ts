@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../packages/api/src/deepcopy.ts";
+import { deepClone } from "../../packages/api/src/deep-copy.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";
 import {
   applySchemaDefaults,
@@ -9,7 +9,7 @@ import {
   MAX_SCHEMA_WALK_DEPTH,
   type SchemaCheck,
 } from "../../src/apiserver/wire/schema-walk.ts";
-import { objectMetaSchema } from "../../src/registry/builtin/meta.ts";
+import { objectMetaSchema } from "../../src/registry/builtin/meta-schemas.ts";
 
 /** Defaulting walking the whole schema: what applySchemaDefaults must give. */
 function fullWalk(value: unknown, schema: Schema): void {

@@ -13,7 +13,7 @@
  * Kubernetes does when it writes FieldsV1 (fields, then keys, values, indexes), and
  * `pathString` prints a path the way conflict messages do (`.spec.ports[port=80,protocol="TCP"].name`).
  */
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import { compareStrings, compareValues, goJson, goJsonString, valueToString } from "./value.ts";
 
 /** A serialized, canonical path element (`f:spec`, `k:{"name":"x"}`, `v:1`, `i:0`). */

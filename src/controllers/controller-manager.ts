@@ -12,7 +12,7 @@ import {
   type RestConfig,
   silentLogger,
 } from "@setpoint/runtime";
-import type { BuiltinController } from "./builtin.ts";
+import type { BuiltinController } from "./builtin-controller.ts";
 
 /** The Lease the controller managers of one control plane compete for. */
 export const CONTROLLER_MANAGER_LEASE = "setpoint-controller-manager";

@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
-import { MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../../src/registry/objectlimits.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { MAX_OBJECT_DEPTH, MAX_OBJECT_NODES } from "../../src/registry/object-limits.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const BLOBS = "/apis/example.com/v1/namespaces/default/blobs";

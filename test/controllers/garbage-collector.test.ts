@@ -10,7 +10,7 @@ import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { sleep } from "../helpers/poll.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import {
   CM,
   clearFinalizers,

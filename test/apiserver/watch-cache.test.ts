@@ -8,7 +8,7 @@ import type { CacheEvent, CacheWatcher } from "../../src/apiserver/watchcache/wa
 import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
 import { createBuiltinRegistry } from "../../src/registry/registry.ts";
 import { UnavailableError } from "../../src/storage/errors.ts";
-import { SqliteStore } from "../../src/storage/sqlite.ts";
+import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 import type { Store, Watch, WatchEvent, WatchOptions } from "../../src/storage/store.ts";
 import { configMap, eventually, type Harness, openWatch, startHarness } from "./harness.ts";
 

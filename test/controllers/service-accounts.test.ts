@@ -4,11 +4,11 @@
  * deleted gets none.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_SERVICE_ACCOUNT } from "../../src/controllers/serviceaccounts.ts";
+import { DEFAULT_SERVICE_ACCOUNT } from "../../src/controllers/service-accounts.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { sleep } from "../helpers/poll.ts";
-import { startForFile } from "../helpers/testserver.ts";
+import { startForFile } from "../helpers/test-server.ts";
 import { CM, eventually, find, NS, startControllers } from "./helpers.ts";
 
 const SA = { apiVersion: "v1", kind: "ServiceAccount" } as const;

@@ -11,7 +11,7 @@ import {
   isBase64,
   tooLong,
 } from "./causes.ts";
-import { kindSchema } from "./meta.ts";
+import { kindSchema } from "./meta-schemas.ts";
 import { CORE_V1 } from "./references.ts";
 
 /** Largest total size of a ConfigMap's or Secret's data (Kubernetes' MaxSecretSize): 1 MiB. */

@@ -17,7 +17,7 @@ import {
   type ReconcileContext,
   type Result,
 } from "@setpoint/runtime";
-import type { BuiltinController } from "./builtin.ts";
+import type { BuiltinController } from "./builtin-controller.ts";
 
 /** The controller's name (what `--disable-controllers` takes). */
 export const SERVICE_ACCOUNT_CONTROLLER = "serviceaccount";

@@ -3,14 +3,14 @@
  * `serviceaccounts/<name>/token`. Not a resource of its own (nothing lists or
  * stores it): a definition so that its bodies are decoded (JSON, YAML, protobuf)
  * and field-validated as any object is. The apiserver issues the token
- * (src/apiserver/tokenrequest.ts).
+ * (src/apiserver/endpoints/token-request.ts).
  */
 import type { KubeObject, StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, field, int64, object, str } from "./build.ts";
 import { forbidden, invalid } from "./causes.ts";
-import { kindSchema, time } from "./meta.ts";
+import { kindSchema, time } from "./meta-schemas.ts";
 import { AUTHENTICATION_V1 } from "./reviews.ts";
 
 /** A token's validity when the request names none (Kubernetes' default), in seconds. */

@@ -16,9 +16,9 @@
  *   finalizers a set, ownerReferences a map keyed by uid whose items are atomic).
  */
 
-import { isJsonObject } from "../deepcopy.ts";
+import { isJsonObject } from "../deep-copy.ts";
 import type { Schema } from "../schema.ts";
-import { keyKey, type PathKey, valueKey } from "./fieldpath.ts";
+import { keyKey, type PathKey, valueKey } from "./field-path.ts";
 import { getOwn, goQuote } from "./value.ts";
 
 const stringMap: Schema = { type: "object", additionalProperties: { type: "string" } };
