@@ -3,7 +3,7 @@
  * and custom resources (from CustomResourceDefinitions) are both turned into a
  * ResourceDefinition and served through the same code path.
  */
-import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
+import type { KubeObject, NameRule, Schema, StatusCause } from "@setpoint/api";
 
 export interface ResourceNames {
   /** Lower-case plural used in URLs: "configmaps". */
@@ -58,10 +58,46 @@ export interface VersionDefinition {
   ageColumn?: boolean;
 }
 
+/**
+ * What deleting an object that is not being deleted yet does, when its type has
+ * rules of its own (Kubernetes' Namespace storage): store `obj` (marked as being
+ * deleted by the hook), keep the object as it is (`noop`), or, undefined from the
+ * hook, the ordinary rules (finalizers, then removal).
+ */
+export type DeleteDecision = { action: "update"; obj: KubeObject } | { action: "noop" };
+
 /** Per-type behaviour beyond the schema (Kubernetes' "strategy"). */
 export interface Strategy {
-  /** Fills defaults in place (after schema defaults). */
+  /**
+   * Fills defaults in place: after the addressed version's schema defaults, or,
+   * with `ownSchemaDefaults`, instead of them.
+   */
   default?(obj: KubeObject): void;
+  /**
+   * Whether `default` applies the schema's defaults itself, so the generic
+   * schema defaulting is skipped: custom resources, whose strategy defaults each
+   * object with the structural schema of its own version (src/registry/defaulting.ts
+   * either way). Default false.
+   */
+  ownSchemaDefaults?: boolean;
+  /** The rule names of the type follow (default "subdomain"; Namespaces: "label"). */
+  nameRule?: NameRule;
+  /**
+   * Finalizers beyond metadata.finalizers that keep an object being deleted from
+   * being removed (Namespaces: spec.finalizers).
+   */
+  pendingFinalizers?(obj: KubeObject): string[];
+  /**
+   * A deletion with rules of its own (see DeleteDecision): called with a copy of
+   * the stored object (which it may change), the finalizers the delete options
+   * ask for, and the time; undefined leaves the ordinary rules to apply.
+   */
+  decideDelete?(obj: KubeObject, finalizers: string[], now: Date): DeleteDecision | undefined;
+  /**
+   * The reason a DELETE of the object named `name` is refused (403 Forbidden),
+   * or undefined when it may go (Namespaces: the system namespaces never go).
+   */
+  forbidDelete?(name: string): string | undefined;
   /**
    * Completes, in place, an object decoded from storage before anyone sees it
    * (get, list, watch, and the stored object an update starts from): custom
@@ -172,9 +208,14 @@ export interface ResourceDefinition {
   /**
    * Whether a DELETE that removes an object answers with the object (Kubernetes'
    * ReturnDeletedObject: custom resources, Namespaces, ServiceAccounts) rather than
-   * a success Status. Default: true for custom resources, false otherwise.
+   * a success Status. Default false.
    */
   returnDeletedObject?: boolean;
+  /**
+   * Whether PATCH accepts strategic merge patches (built-in types, whose schemas
+   * carry the patch strategies; custom resources answer 415). Default false.
+   */
+  strategicMergePatch?: boolean;
   /**
    * Set on a review type (SelfSubjectAccessReview...): create-only, never stored; a
    * create answers 201 with `review(body, requester, now)`, the body validated first.

@@ -171,6 +171,7 @@ export function addWidgetType(registry: Registry): void {
     },
     namespaced: true,
     custom: true,
+    returnDeletedObject: true,
     versions: [
       {
         name: "v1",

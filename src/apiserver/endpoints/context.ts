@@ -1,6 +1,7 @@
 /**
  * What every request handler works with: the shared services of the API handler
- * (ApiContext) and the parsed request for one resource (RequestScope).
+ * (ApiContext) and the parsed request for one resource (RequestScope), whose
+ * resource store does every read and write.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorSubject } from "@setpoint/api";
@@ -9,6 +10,7 @@ import type { Registry } from "../../registry/registry.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { DecodedObjects } from "../store/decoded-objects.ts";
+import type { ResourceStore, StoreUser } from "../store/index.ts";
 import type { NamespaceLifecycle } from "../store/namespaces.ts";
 import type { NoopApplies } from "../store/noop-applies.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
@@ -18,10 +20,7 @@ import type { Query } from "./request.ts";
 import type { WatchTracker } from "./watch-tracker.ts";
 
 /** Who is calling, as authentication established it. */
-export interface UserInfo {
-  name: string;
-  groups: string[];
-}
+export type UserInfo = StoreUser;
 
 /** The services shared by every request. */
 export interface ApiContext {
@@ -41,6 +40,8 @@ export interface ApiContext {
 /** One request for a resource, resolved against the registry. */
 export interface RequestScope {
   ctx: ApiContext;
+  /** The resource store for this request's scope: every read and write goes through it. */
+  store: ResourceStore;
   req: IncomingMessage;
   res: ServerResponse;
   user: UserInfo;

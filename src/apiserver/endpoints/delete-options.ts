@@ -1,29 +1,15 @@
 /**
- * DeleteOptions (from the body, or else the query) and what they mean for an
- * object's finalizers: Kubernetes records the propagation policy as the `orphan`
- * and `foregroundDeletion` finalizers, which the garbage collector acts on.
+ * DeleteOptions of a request, from the body or else the query, parsed and
+ * validated as Kubernetes reads them (what they mean for an object is decided
+ * in src/apiserver/store/delete-decision.ts).
  */
-import type { KubeObject } from "@setpoint/api";
-import {
-  errors,
-  FINALIZER_DELETE_DEPENDENTS,
-  FINALIZER_ORPHAN_DEPENDENTS,
-  fieldErrors,
-  type StatusCause,
-} from "@setpoint/api";
+import { errors, fieldErrors, type StatusCause } from "@setpoint/api";
+import type { DeleteOptions, PropagationPolicy } from "../store/delete-decision.ts";
 import { decodeJson, decodeYaml } from "../wire/decode.ts";
 import { decodeProtobufObject, isProtobufContentType } from "../wire/protobuf.ts";
 import { type MediaType, parseGoBool, type Query } from "./request.ts";
 
-export type PropagationPolicy = "Orphan" | "Background" | "Foreground";
-
-export interface DeleteOptions {
-  gracePeriodSeconds?: number;
-  propagationPolicy?: PropagationPolicy;
-  orphanDependents?: boolean;
-  preconditions?: { uid?: string; resourceVersion?: string };
-  dryRun: boolean;
-}
+export type { DeleteOptions, PropagationPolicy } from "../store/delete-decision.ts";
 
 const POLICIES = ["Foreground", "Background", "Orphan"];
 
@@ -132,45 +118,4 @@ export function parseDeleteOptions(body: Buffer, media: MediaType, q: Query): De
   const dry = q.strings("dryRun").filter((v) => v !== "");
   if (dry.length > 0) raw.dryRun = dry;
   return validate(raw);
-}
-
-function shouldOrphan(obj: KubeObject, o: DeleteOptions): boolean {
-  if (o.orphanDependents !== undefined) return o.orphanDependents;
-  if (o.propagationPolicy !== undefined) return o.propagationPolicy === "Orphan";
-  const f = obj.metadata.finalizers ?? [];
-  if (f.includes(FINALIZER_ORPHAN_DEPENDENTS)) return true;
-  if (f.includes(FINALIZER_DELETE_DEPENDENTS)) return false;
-  return false; // every type here defaults to background deletion of dependents
-}
-
-function shouldDeleteDependentsFirst(obj: KubeObject, o: DeleteOptions): boolean {
-  if (o.orphanDependents !== undefined) return !o.orphanDependents;
-  if (o.propagationPolicy !== undefined) return o.propagationPolicy === "Foreground";
-  const f = obj.metadata.finalizers ?? [];
-  if (f.includes(FINALIZER_DELETE_DEPENDENTS)) return true;
-  if (f.includes(FINALIZER_ORPHAN_DEPENDENTS)) return false;
-  return false;
-}
-
-/**
- * The finalizers an object should carry once deletion is requested with `o`:
- * `orphan` for Orphan, `foregroundDeletion` for Foreground, neither for Background,
- * other finalizers untouched. `changed` says whether that differs from now.
- */
-export function deletionFinalizers(
-  obj: KubeObject,
-  o: DeleteOptions,
-): { changed: boolean; finalizers: string[] } {
-  const current = obj.metadata.finalizers ?? [];
-  const orphan = shouldOrphan(obj, o);
-  const foreground = !orphan && shouldDeleteDependentsFirst(obj, o);
-  const next = current.filter(
-    (f) => f !== FINALIZER_ORPHAN_DEPENDENTS && f !== FINALIZER_DELETE_DEPENDENTS,
-  );
-  if (orphan) next.push(FINALIZER_ORPHAN_DEPENDENTS);
-  if (foreground) next.push(FINALIZER_DELETE_DEPENDENTS);
-  const a = new Set(current);
-  const b = new Set(next);
-  const changed = a.size !== b.size || [...a].some((f) => !b.has(f));
-  return { changed, finalizers: changed ? next : current };
 }

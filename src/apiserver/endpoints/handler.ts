@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { apiVersionOf, errors, failure, type StatusError } from "@setpoint/api";
+import { errors, failure, type StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
 import type { Registry } from "../../registry/registry.ts";
 import { type CreateSubresource, resourceVerbs, storageVersion } from "../../registry/types.ts";
@@ -29,10 +29,9 @@ import {
 } from "../discovery/openapi.ts";
 import { ServiceAccountTokens } from "../server/service-account-tokens.ts";
 import { DecodedObjects } from "../store/decoded-objects.ts";
-import { objectKey } from "../store/keys.ts";
+import { type CacheEntry, ResourceStore, SERVER_USER } from "../store/index.ts";
 import { NamespaceLifecycle } from "../store/namespaces.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
-import type { CacheEntry } from "../watchcache/watch-cache.ts";
 import { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { writeError, writeObject, writeRaw } from "../wire/response.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
@@ -172,9 +171,14 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     serviceAccountUid(namespace, name) {
       const def = ctx.registry.get("", "serviceaccounts");
       if (!def || closed) return undefined;
-      const cache = caches.forDef(def);
-      if (!cache.isReady) return undefined;
-      const entry = cache.get(objectKey(def, namespace, name));
+      const store = new ResourceStore(ctx, {
+        definition: def,
+        version: storageVersion(def),
+        namespace,
+        name,
+        user: SERVER_USER,
+      });
+      const entry = store.cached();
       return entry ? accountUid(entry) : undefined;
     },
     async close() {
@@ -387,22 +391,27 @@ async function serveResource(
   const renderer = creates
     ? negotiateRenderer(req, creates.kind, storageVersion(creates.kind), query, how)
     : negotiateRenderer(req, def, version, query, how);
+  const store = new ResourceStore(ctx, {
+    definition: def,
+    version,
+    user,
+    ...(def.namespaced && route.namespace !== undefined ? { namespace: route.namespace } : {}),
+    ...(route.name !== undefined ? { name: route.name } : {}),
+    ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
+  });
   const scope: RequestScope = {
     ctx,
+    store,
     renderer,
     req,
     res,
     user,
     def,
     version,
-    apiVersion: apiVersionOf(def.group, version.name),
+    apiVersion: store.apiVersion,
     query,
     warnings,
-    subject: {
-      group: def.group,
-      resource: def.names.plural,
-      ...(route.name !== undefined ? { name: route.name } : {}),
-    },
+    subject: store.subject,
     ...(def.namespaced && route.namespace !== undefined ? { namespace: route.namespace } : {}),
     ...(route.name !== undefined ? { name: route.name } : {}),
     ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),

@@ -1,7 +1,7 @@
 /**
  * PATCH on an object or its status: JSON patch (RFC 6902), JSON merge patch,
- * strategic merge patch (built-in types only: 415 for custom resources, as
- * Kubernetes answers), and server-side apply (which may create the object). The
+ * strategic merge patch (for definitions that accept it, the built-in types: 415
+ * for custom resources, as Kubernetes answers), and server-side apply (which may create the object). The
  * patch is applied to the current object in the request's version, the result
  * goes through the same rules as a PUT, and the patch is re-applied to the newer
  * object when a concurrent write wins the race.
@@ -19,11 +19,8 @@ import {
   StatusError,
 } from "@setpoint/api";
 import { applyObject } from "../store/field-manager.ts";
-import { objectKey } from "../store/keys.ts";
 import { checkLimits } from "../store/lifecycle.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
-import { statusFromStorage } from "../store/store-errors.ts";
-import { guaranteedUpdate } from "../store/writes.ts";
 import {
   checkTypeMeta,
   type FieldValidation,
@@ -40,7 +37,7 @@ import type { RequestScope } from "./context.ts";
 import { bindNamespace } from "./create.ts";
 import { parseMediaType, readBody } from "./request.ts";
 import { respondObject } from "./respond.ts";
-import { checkName, decideUpdate, type UpdatePlan } from "./update.ts";
+import { checkName } from "./update.ts";
 
 export type PatchType = "json" | "merge" | "strategic" | "apply";
 
@@ -52,14 +49,17 @@ export const PATCH_MEDIA_TYPES: Record<string, PatchType> = {
   "application/strategic-merge-patch+json": "strategic",
 };
 
-/** The patch type of a Content-Type, or 415 naming the accepted ones. */
-export function patchTypeOf(contentType: string | undefined, custom: boolean): PatchType {
+/**
+ * The patch type of a Content-Type, or 415 naming the accepted ones (strategic
+ * merge patch only where the definition accepts it).
+ */
+export function patchTypeOf(contentType: string | undefined, strategic: boolean): PatchType {
   const media = parseMediaType(contentType);
   const type = PATCH_MEDIA_TYPES[media.type];
   const accepted = Object.keys(PATCH_MEDIA_TYPES).filter(
-    (t) => !custom || PATCH_MEDIA_TYPES[t] !== "strategic",
+    (t) => strategic || PATCH_MEDIA_TYPES[t] !== "strategic",
   );
-  if (!type || (custom && type === "strategic")) throw unsupportedBodyType(accepted);
+  if (!type || (!strategic && type === "strategic")) throw unsupportedBodyType(accepted);
   return type;
 }
 
@@ -130,7 +130,7 @@ function withoutResetFields(scope: RequestScope, applied: KubeObject): KubeObjec
 /** Handles PATCH on an object or one of its subresources. */
 export async function patchResource(scope: RequestScope): Promise<void> {
   const { def } = scope;
-  const type = patchTypeOf(scope.req.headers["content-type"], def.custom);
+  const type = patchTypeOf(scope.req.headers["content-type"], def.strategicMergePatch === true);
   const mode: FieldValidation = parseFieldValidation(scope, "PatchOptions");
   const dryRun = parseDryRun(scope, "PatchOptions");
   const force = scope.query.bool("force");
@@ -153,7 +153,7 @@ export async function patchResource(scope: RequestScope): Promise<void> {
   }
   const manager = fieldManager(scope, "PatchOptions");
   const raw = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
-  const key = objectKey(def, scope.namespace, scope.name!);
+  const key = scope.store.key();
   const r = scope.renderer;
   const noopKey =
     type === "apply" &&
@@ -162,14 +162,14 @@ export async function patchResource(scope: RequestScope): Promise<void> {
     NoopApplies.fits(raw)
       ? NoopApplies.key(key, scope.subresource ?? "", scope.req.url ?? "", raw.toString("utf8"))
       : undefined;
-  if (noopKey !== undefined && (await answerRepeatedNoop(scope, key, noopKey))) return;
+  if (noopKey !== undefined && (await answerRepeatedNoop(scope, noopKey))) return;
   const patch = decodePatch(type, raw);
   // The walks of an apply (field sets, merge, comparison) only ever see a configuration within the limits.
   if (type === "apply") checkLimits(patch.value, def);
-  const plan: UpdatePlan = { manager, allowCreate: type === "apply", apply: type === "apply" };
+  const opts = { dryRun, manager, allowCreate: type === "apply", apply: type === "apply" };
   const warningsBefore = scope.warnings.length;
 
-  const outcome = await guaranteedUpdate(scope, key, dryRun, (current) => {
+  const outcome = await scope.store.update(opts, (current) => {
     // Warnings are recomputed on each attempt.
     scope.warnings.length = warningsBefore;
     let patched: unknown;
@@ -198,7 +198,7 @@ export async function patchResource(scope: RequestScope): Promise<void> {
     if (current && type === "apply") {
       obj.metadata.resourceVersion ??= current.metadata.resourceVersion;
     }
-    return decideUpdate(scope, convertToStorage(obj, def), current, plan);
+    return convertToStorage(obj, def);
   });
   if (noopKey !== undefined && outcome.action === "noop") {
     // Answered as respondObject would, and remembered for the next identical apply.
@@ -219,21 +219,12 @@ export async function patchResource(scope: RequestScope): Promise<void> {
  * Answers an apply that is the repeat of one that changed nothing, when the object
  * is still at the revision it changed nothing at; false otherwise.
  */
-async function answerRepeatedNoop(
-  scope: RequestScope,
-  key: string,
-  noopKey: string,
-): Promise<boolean> {
+async function answerRepeatedNoop(scope: RequestScope, noopKey: string): Promise<boolean> {
   const { ctx } = scope;
   const hit = ctx.noopApplies.get(noopKey, scope.version);
   if (!hit) return false;
-  let kv: Awaited<ReturnType<typeof ctx.store.get>>;
-  try {
-    kv = await ctx.store.get(key);
-  } catch (err) {
-    throw statusFromStorage(err, scope.subject);
-  }
-  if (!kv || kv.modRevision !== hit.revision) {
+  const revision = await scope.store.revision();
+  if (revision !== hit.revision) {
     ctx.noopApplies.delete(noopKey);
     return false;
   }

@@ -25,16 +25,12 @@ import {
   StatusError,
 } from "@setpoint/api";
 import type { ScaleSubresource } from "../../registry/types.ts";
-import { objectKey } from "../store/keys.ts";
-import { statusFromStorage } from "../store/store-errors.ts";
-import { guaranteedUpdate } from "../store/writes.ts";
 import { fieldManager, parseDryRun } from "../wire/body.ts";
-import { decodeStored } from "../wire/codec.ts";
 import { decodeJson, unsupportedBodyType } from "../wire/decode.ts";
 import { writeObject } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import { parseMediaType, readBody } from "./request.ts";
-import { checkName, decideUpdate } from "./update.ts";
+import { checkName } from "./update.ts";
 
 /** apiVersion and kind of the Scale the subresource speaks. */
 export const SCALE_API_VERSION = "autoscaling/v1";
@@ -123,15 +119,7 @@ function respondScale(scope: RequestScope, code: number, scale: KubeObject): voi
 /** Handles GET on `/scale`. */
 export async function getScale(scope: RequestScope): Promise<void> {
   const scale = scaleConfig(scope);
-  const key = objectKey(scope.def, scope.namespace, scope.name!);
-  let kv: Awaited<ReturnType<typeof scope.ctx.store.get>>;
-  try {
-    kv = await scope.ctx.store.get(key);
-  } catch (err) {
-    throw statusFromStorage(err, scope.subject);
-  }
-  if (!kv) throw errors.notFound(scope.subject);
-  respondScale(scope, 200, scaleOf(decodeStored(kv, scope.def), scale));
+  respondScale(scope, 200, scaleOf(await scope.store.get(), scale));
 }
 
 function invalidScale(scope: RequestScope, causes: ReturnType<typeof fieldErrors.invalid>[]) {
@@ -177,8 +165,7 @@ async function writeScale(
   const scale = scaleConfig(scope);
   const dryRun = parseDryRun(scope, "UpdateOptions");
   const manager = fieldManager(scope, "UpdateOptions");
-  const key = objectKey(scope.def, scope.namespace, scope.name!);
-  const outcome = await guaranteedUpdate(scope, key, dryRun, (current) => {
+  const outcome = await scope.store.update({ dryRun, manager, allowCreate: false }, (current) => {
     if (!current) throw errors.notFound(scope.subject);
     const body = change(scaleOf(current, scale, true));
     const replicas = requestedReplicas(scope, body);
@@ -191,7 +178,7 @@ async function writeScale(
     // A resourceVersion in the Scale is a precondition; otherwise the write is unconditional.
     const rv = typeof meta?.resourceVersion === "string" ? meta.resourceVersion : "";
     next.metadata.resourceVersion = rv || current.metadata.resourceVersion;
-    return decideUpdate(scope, next, current, { manager, allowCreate: false });
+    return next;
   });
   respondScale(scope, 200, scaleOf(outcome.obj, scale, true));
 }

@@ -13,10 +13,7 @@ import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { invalid } from "../../registry/builtin/causes.ts";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
 import type { ServiceAccountTokens } from "../server/service-account-tokens.ts";
-import { objectKey } from "../store/keys.ts";
-import { statusFromStorage } from "../store/store-errors.ts";
 import { parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
-import { decodeStored } from "../wire/codec.ts";
 import type { RequestScope } from "./context.ts";
 import { respondObject } from "./respond.ts";
 
@@ -58,15 +55,7 @@ export async function createServiceAccountToken(
   }
   if (causes.length > 0) throw errors.invalid(kind.names.kind, name, causes, kind.group);
 
-  let account: KubeObject;
-  try {
-    const kv = await scope.ctx.store.get(objectKey(scope.def, namespace, name));
-    if (!kv) throw errors.notFound(scope.subject);
-    account = decodeStored(kv, scope.def);
-  } catch (err) {
-    if (err instanceof Error && err.name === "StatusError") throw err;
-    throw statusFromStorage(err, scope.subject);
-  }
+  const account = await scope.store.get();
   const uid = account.metadata.uid;
   if (!uid) throw errors.internal(`serviceaccount ${namespace}/${name} has no uid`);
 

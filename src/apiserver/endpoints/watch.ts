@@ -17,22 +17,22 @@
 import type { KubeObject } from "@setpoint/api";
 import { errors, type Status } from "@setpoint/api";
 import { storageVersion } from "../../registry/types.ts";
-import { collectionPrefix } from "../store/keys.ts";
+import {
+  type CacheEntry,
+  type CacheEvent,
+  type CacheWatcher,
+  type EventSide,
+  type EventType,
+  entryMatches,
+  type ObjectFilter,
+  type SharedChunks,
+} from "../store/index.ts";
 import { tooLargeResourceVersion } from "../store/store-errors.ts";
-import type {
-  CacheEntry,
-  CacheEvent,
-  CacheWatcher,
-  EventSide,
-  EventType,
-  SharedChunks,
-} from "../watchcache/watch-cache.ts";
 import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
 import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
 import { setWarnings } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
-import { entryMatches, type ObjectFilter } from "./filter.ts";
-import { filterFor, listFromStorage } from "./list.ts";
+import { filterFor } from "./list.ts";
 import type { ListOptions } from "./list-options.ts";
 
 /** The annotation that marks the bookmark ending a watch's initial events. */
@@ -370,8 +370,7 @@ export async function serveWatch(scope: RequestScope, opts: ListOptions): Promis
       ],
     };
   }
-  const cache = ctx.caches.forDef(scope.def);
-  await cache.ready();
+  const cache = await scope.store.watchCache();
   const requested = parseResourceVersion(opts.resourceVersion === "0" ? "" : opts.resourceVersion);
   const renderer = new EventRenderer(r);
   const watcher = new HttpWatcher(
@@ -382,18 +381,17 @@ export async function serveWatch(scope: RequestScope, opts: ListOptions): Promis
     0,
     () => cache.deliveredRev,
   );
-  const prefix = collectionPrefix(scope.def, scope.namespace);
+  const prefix = scope.store.prefix;
 
   const initial = opts.sendInitialEvents ?? requested === undefined;
   if (opts.sendInitialEvents === true && requested !== undefined && requested > cache.rev) {
     // Not older than N, and the cache has not applied N yet: give it a moment.
     const caught = await cache.waitFor(requested, WATCH_FRESHNESS_WAIT_MS);
     if (!caught) {
-      const current = await ctx.store.currentRevision();
+      const current = await scope.store.currentRevision();
       if (requested > current) throw tooLargeResourceVersion(requested, current);
       // N belongs to other keys: read the initial state from storage, then follow the cache.
-      const page = await listFromStorage(
-        scope,
+      const page = await scope.store.list(
         { ...opts, limit: 0, resourceVersion: "", continue: undefined },
         filter,
       );

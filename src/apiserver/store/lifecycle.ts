@@ -16,18 +16,13 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from "@setpoint/api";
+import { applyDefaults as applySchemaDefaults } from "../../registry/defaulting.ts";
 import { objectLimitsCause } from "../../registry/object-limits.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
-import { applySchemaDefaults } from "../wire/schema-walk.ts";
 
-/** Whether `def` is core/v1 Namespace (which has lifecycle rules of its own). */
-export function isNamespaceType(def: Pick<ResourceDefinition, "group" | "names">): boolean {
-  return def.group === "" && def.names.plural === "namespaces";
-}
-
-/** The rule names of a type follow: namespaces are DNS labels, the rest DNS subdomains. */
+/** The rule names of a type follow: its strategy's, else DNS subdomains. */
 export function nameRule(def: ResourceDefinition): NameRule {
-  return isNamespaceType(def) ? "label" : "subdomain";
+  return def.strategy.nameRule ?? "subdomain";
 }
 
 /**
@@ -132,16 +127,16 @@ export function bumpGeneration(
 }
 
 /**
- * Schema defaults, then the type's own defaulting. A custom resource's strategy
- * applies its schema's defaults itself (structural defaulting, with the nulls
- * rules), so the schema walk is left to it.
+ * Schema defaults (src/registry/defaulting.ts), then the type's own defaulting;
+ * a strategy that applies its schema's defaults itself (ownSchemaDefaults: custom
+ * resources, per the object's version) is left to do so.
  */
 export function applyDefaults(
   obj: KubeObject,
   def: ResourceDefinition,
   version: VersionDefinition,
 ): void {
-  if (!def.custom || !def.strategy.default) applySchemaDefaults(obj, version.schema);
+  if (!def.strategy.ownSchemaDefaults) applySchemaDefaults(obj, version.schema);
   def.strategy.default?.(obj);
 }
 
@@ -182,13 +177,14 @@ export function validateUpdate(next: KubeObject, old: KubeObject, def: ResourceD
   if (causes.length > 0) throw invalid(def, next, causes);
 }
 
-/** Finalizers that keep an object from being removed (Namespaces also wait on spec.finalizers). */
+/**
+ * Finalizers that keep an object from being removed: metadata.finalizers and
+ * those its strategy adds (Namespaces also wait on spec.finalizers).
+ */
 export function pendingFinalizers(obj: KubeObject, def: ResourceDefinition): string[] {
   const out = [...(obj.metadata.finalizers ?? [])];
-  if (isNamespaceType(def)) {
-    const spec = obj.spec as { finalizers?: unknown } | undefined;
-    if (Array.isArray(spec?.finalizers)) out.push(...spec.finalizers.map(String));
-  }
+  const more = def.strategy.pendingFinalizers?.(obj);
+  if (more) out.push(...more);
   return out;
 }
 

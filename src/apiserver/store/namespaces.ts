@@ -1,23 +1,23 @@
 /**
  * Namespace lifecycle rules for writes into namespaces, as Kubernetes' admission
  * enforces them: no writes into a namespace that does not exist (404), no new
- * objects in one that is terminating (403), and the system namespaces cannot be
- * deleted (403). Namespaces are looked up in the namespaces watch cache, and in
- * storage when the cache does not have them or one was deleted moments ago.
+ * objects in one that is terminating (403). Namespaces are looked up in the
+ * namespaces watch cache, and in storage when the cache does not have them or
+ * one was deleted moments ago. (Which namespaces may never be deleted is the
+ * Namespace strategy's rule, src/registry/builtin/namespace.ts.)
  */
 import type { KubeObject } from "@setpoint/api";
 import { type ErrorSubject, errors } from "@setpoint/api";
+import { NAMESPACE_TERMINATING } from "../../registry/builtin/namespace.ts";
 import type { Registry } from "../../registry/registry.ts";
+import type { ResourceDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { decodeStored } from "../wire/codec.ts";
 import { objectKey } from "./keys.ts";
 
-/** Namespaces that may never be deleted. */
-export const IMMORTAL_NAMESPACES: readonly string[] = ["default", "kube-system", "kube-public"];
-
 /** The phase a namespace is in once deletion was requested. */
-export const TERMINATING = "Terminating";
+export const TERMINATING = NAMESPACE_TERMINATING;
 
 /** For this long after a namespace is deleted, lookups bypass the cache (ms). */
 export const FORCE_LIVE_LOOKUP_MS = 30_000;
@@ -41,8 +41,13 @@ export class NamespaceLifecycle {
     readonly caches: WatchCacheSet,
   ) {}
 
-  /** Remember that a namespace's deletion began (its lookups go to storage for a while). */
-  noteDeleting(name: string): void {
+  /**
+   * Told of every delete: when `def` is the served Namespace type, remembers that
+   * the namespace's deletion began (its lookups go to storage for a while), as
+   * Kubernetes' NamespaceLifecycle admission does.
+   */
+  noteDelete(def: ResourceDefinition, name: string): void {
+    if (def !== this.registry.get("", "namespaces")) return;
     this.#recentlyDeleted.set(name, Date.now() + FORCE_LIVE_LOOKUP_MS);
   }
 
@@ -89,13 +94,6 @@ export class NamespaceLifecycle {
         ],
       };
       throw err;
-    }
-  }
-
-  /** 403 for deleting a namespace that must always exist. */
-  admitDelete(name: string): void {
-    if (IMMORTAL_NAMESPACES.includes(name)) {
-      throw errors.forbidden({ resource: "namespaces", name }, "this namespace may not be deleted");
     }
   }
 }

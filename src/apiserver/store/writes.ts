@@ -10,7 +10,6 @@ import type { KubeObject, StatusError } from "@setpoint/api";
 import { deepClone } from "@setpoint/api";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../../storage/errors.ts";
 import type { KeyValue } from "../../storage/store.ts";
-import type { RequestScope } from "../endpoints/context.ts";
 import {
   decodeStored,
   type EncodedObject,
@@ -18,6 +17,7 @@ import {
   rememberJson,
   withResourceVersion,
 } from "../wire/codec.ts";
+import type { StoreContext } from "./scope.ts";
 import { conflictError, statusFromStorage } from "./store-errors.ts";
 
 /** What a decision asks of storage. */
@@ -42,9 +42,9 @@ export interface WriteOutcome {
  * stored at `key`, so that the cache takes the object from this write instead of
  * decoding its event again.
  */
-function announceWrite(scope: RequestScope, key: string, obj: KubeObject): EncodedObject {
+function announceWrite(ctx: StoreContext, key: string, obj: KubeObject): EncodedObject {
   const encoded = encodeObject(obj);
-  scope.ctx.caches.forDef(scope.def).expectWrite(key, encoded, obj, scope.def.strategy.onRead);
+  ctx.services.caches.forDef(ctx.def).expectWrite(key, encoded, obj, ctx.def.strategy.onRead);
   return encoded;
 }
 
@@ -56,7 +56,7 @@ function announceWrite(scope: RequestScope, key: string, obj: KubeObject): Encod
  * cache's) when they are forgotten; an object updated once is kept from then on.
  */
 function written(
-  scope: RequestScope,
+  ctx: StoreContext,
   key: string,
   obj: KubeObject,
   encoded: EncodedObject,
@@ -65,8 +65,8 @@ function written(
 ): KubeObject {
   withResourceVersion(obj, revision);
   rememberJson(obj, encoded.withRevision(revision));
-  if (keep) scope.ctx.decoded.set(key, revision, obj, scope.def.strategy.onRead);
-  else scope.ctx.decoded.delete(key);
+  if (keep) ctx.services.decoded.set(key, revision, obj, ctx.def.strategy.onRead);
+  else ctx.services.decoded.delete(key);
   return obj;
 }
 
@@ -75,29 +75,29 @@ function written(
  * at the same revision a moment ago, or the stored value decoded (and kept).
  */
 function currentObject(
-  scope: RequestScope,
+  ctx: StoreContext,
   key: string,
   kv: Pick<KeyValue, "value" | "modRevision">,
 ): KubeObject {
-  const { decoded } = scope.ctx;
-  const onRead = scope.def.strategy.onRead;
+  const { decoded } = ctx.services;
+  const onRead = ctx.def.strategy.onRead;
   const kept = decoded.get(key, kv.modRevision, onRead);
   if (kept) return kept;
-  const obj = decodeStored(kv, scope.def);
+  const obj = decodeStored(kv, ctx.def);
   decoded.set(key, kv.modRevision, deepClone(obj), onRead);
   return obj;
 }
 
 /** Stores a new object; 409 AlreadyExists if the key is taken. */
 export async function storeCreate(
-  scope: RequestScope,
+  ctx: StoreContext,
   key: string,
   obj: KubeObject,
   dryRun: boolean,
 ): Promise<KubeObject> {
-  const subject = { ...scope.subject, name: obj.metadata.name ?? "" };
+  const subject = { ...ctx.subject, name: obj.metadata.name ?? "" };
   if (dryRun) {
-    const existing = await scope.ctx.store.get(key).catch((err: unknown) => {
+    const existing = await ctx.services.store.get(key).catch((err: unknown) => {
       throw statusFromStorage(err, subject);
     });
     if (existing) throw statusFromStorage(new AlreadyExistsError(key), subject);
@@ -105,9 +105,9 @@ export async function storeCreate(
     return obj;
   }
   try {
-    const encoded = announceWrite(scope, key, obj);
-    const rev = await scope.ctx.store.create(key, encoded.stored);
-    return written(scope, key, obj, encoded, rev, false);
+    const encoded = announceWrite(ctx, key, obj);
+    const rev = await ctx.services.store.create(key, encoded.stored);
+    return written(ctx, key, obj, encoded, rev, false);
   } catch (err) {
     throw statusFromStorage(err, subject);
   }
@@ -119,21 +119,21 @@ export async function storeCreate(
  * `decide` gets a private copy it may modify, and throws to refuse.
  */
 export async function guaranteedUpdate(
-  scope: RequestScope,
+  ctx: StoreContext,
   key: string,
   dryRun: boolean,
   decide: (current: KubeObject | null) => Promise<WriteDecision> | WriteDecision,
 ): Promise<WriteOutcome> {
-  const { store, limits } = scope.ctx;
+  const { store, limits } = ctx.services;
   let lastError: StatusError | null = null;
   for (let attempt = 0; attempt <= limits.maxConflictRetries; attempt++) {
     let kv: Awaited<ReturnType<typeof store.get>>;
     try {
       kv = await store.get(key);
     } catch (err) {
-      throw statusFromStorage(err, scope.subject);
+      throw statusFromStorage(err, ctx.subject);
     }
-    const current = kv ? currentObject(scope, key, kv) : null;
+    const current = kv ? currentObject(ctx, key, kv) : null;
     const decision = await decide(current);
     if (dryRun) return { obj: decision.obj, action: decision.action };
     try {
@@ -141,17 +141,17 @@ export async function guaranteedUpdate(
         case "noop":
           return { obj: decision.obj, action: "noop" };
         case "create": {
-          const encoded = announceWrite(scope, key, decision.obj);
+          const encoded = announceWrite(ctx, key, decision.obj);
           const rev = await store.create(key, encoded.stored);
-          return { obj: written(scope, key, decision.obj, encoded, rev, false), action: "create" };
+          return { obj: written(ctx, key, decision.obj, encoded, rev, false), action: "create" };
         }
         case "update": {
-          const encoded = announceWrite(scope, key, decision.obj);
+          const encoded = announceWrite(ctx, key, decision.obj);
           const rev = await store.update(key, encoded.stored, kv!.modRevision);
-          return { obj: written(scope, key, decision.obj, encoded, rev, true), action: "update" };
+          return { obj: written(ctx, key, decision.obj, encoded, rev, true), action: "update" };
         }
         case "delete": {
-          scope.ctx.decoded.delete(key);
+          ctx.services.decoded.delete(key);
           // Answered with the object as it was last stored, as Kubernetes does.
           await store.delete(key, kv!.modRevision);
           return { obj: decision.obj, action: "delete" };
@@ -163,11 +163,11 @@ export async function guaranteedUpdate(
         err instanceof NotFoundError ||
         err instanceof AlreadyExistsError
       ) {
-        lastError = conflictError(scope.subject);
+        lastError = conflictError(ctx.subject);
         continue;
       }
-      throw statusFromStorage(err, scope.subject);
+      throw statusFromStorage(err, ctx.subject);
     }
   }
-  throw lastError ?? conflictError(scope.subject);
+  throw lastError ?? conflictError(ctx.subject);
 }

@@ -21,7 +21,7 @@ import type { ResourceDefinition } from "../../registry/types.ts";
 import { ClosedError, CompactedError } from "../../storage/errors.ts";
 import type { Store, Watch, WatchEvent } from "../../storage/store.ts";
 import type { ApiLimits } from "../endpoints/limits.ts";
-import { extraFieldValues } from "../endpoints/list-options.ts";
+import { extraFieldValues } from "../store/field-values.ts";
 import { resourcePrefix } from "../store/keys.ts";
 import { type EncodedObject, parseStored, withResourceVersion } from "../wire/codec.ts";
 import { JsonSlabs, SlabJson } from "./watch-slabs.ts";

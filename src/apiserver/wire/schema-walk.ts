@@ -6,7 +6,7 @@
  */
 
 import type { Schema } from "@setpoint/api";
-import { deepClone } from "@setpoint/api";
+import { applyDefaults, defaultsSkeleton } from "../../registry/defaulting.ts";
 
 /** Depth past which the walk stops descending (bodies are refused deeper than this). */
 export const MAX_SCHEMA_WALK_DEPTH = 128;
@@ -234,97 +234,17 @@ function walk(
 }
 
 /**
- * Fills schema `default`s into `obj` for absent properties, recursively (structural
- * defaulting, as for custom resources): a default is applied where its parent
- * object exists. Only the branches of the schema that lead to a default are
- * walked (see defaultsOnly), so a schema without defaults costs nothing.
+ * Fills schema `default`s into `obj` (structural defaulting, one engine for every
+ * type: src/registry/defaulting.ts).
  */
 export function applySchemaDefaults(value: unknown, schema: Schema): void {
-  const skeleton = defaultsOnly(schema);
-  if (skeleton !== null) fillDefaults(value, skeleton, 0);
+  applyDefaults(value, schema);
 }
-
-/** The defaults skeleton of each schema walked (null: the schema has no defaults). */
-const skeletons = new WeakMap<Schema, Schema | null>();
 
 /**
- * The part of `schema` on a path to a `default`: only those properties, items and
- * additionalProperties; null when the schema declares no default. Made once per
- * schema object.
+ * The part of `schema` on a path to a `default` (see defaultsSkeleton in
+ * src/registry/defaulting.ts); null when the schema declares no default.
  */
 export function defaultsOnly(schema: Schema): Schema | null {
-  let out = skeletons.get(schema);
-  if (out === undefined) {
-    out = skeletonOf(schema, 0) ?? null;
-    skeletons.set(schema, out);
-  }
-  return out;
-}
-
-function skeletonOf(s: Schema, depth: number): Schema | undefined {
-  if (depth > MAX_SCHEMA_WALK_DEPTH) return undefined;
-  const out: Schema = {};
-  let useful = false;
-  if (s.default !== undefined) {
-    out.default = s.default;
-    useful = true;
-  }
-  if (s.properties) {
-    const props: Record<string, Schema> = {};
-    let any = false;
-    for (const key of Object.keys(s.properties)) {
-      const child = skeletonOf(s.properties[key], depth + 1);
-      if (child) {
-        props[key] = child;
-        any = true;
-      }
-    }
-    if (any) {
-      out.properties = props;
-      useful = true;
-    }
-  }
-  if (typeof s.additionalProperties === "object") {
-    const extra = skeletonOf(s.additionalProperties, depth + 1);
-    if (extra) {
-      out.additionalProperties = extra;
-      // Declared properties are never defaulted as additional ones.
-      out.properties ??= {};
-      for (const key of Object.keys(s.properties ?? {})) out.properties[key] ??= {};
-      useful = true;
-    }
-  }
-  if (s.items) {
-    const items = skeletonOf(s.items, depth + 1);
-    if (items) {
-      out.items = items;
-      useful = true;
-    }
-  }
-  return useful ? out : undefined;
-}
-
-function fillDefaults(value: unknown, schema: Schema, depth: number): void {
-  if (depth > MAX_SCHEMA_WALK_DEPTH) return;
-  if (Array.isArray(value)) {
-    if (schema.items) for (const item of value) fillDefaults(item, schema.items, depth + 1);
-    return;
-  }
-  if (!isObject(value)) return;
-  const props = schema.properties;
-  if (props) {
-    for (const key in props) {
-      const prop = props[key];
-      if (value[key] === undefined && prop.default !== undefined) {
-        value[key] = deepClone(prop.default);
-      }
-      if (value[key] !== undefined) fillDefaults(value[key], prop, depth + 1);
-    }
-  }
-  if (typeof schema.additionalProperties === "object") {
-    for (const key of Object.keys(value)) {
-      if (props && Object.hasOwn(props, key)) continue;
-      fillDefaults(value[key], schema.additionalProperties, depth + 1);
-    }
-  }
+  return defaultsSkeleton(schema);
 }

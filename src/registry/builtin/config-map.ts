@@ -100,6 +100,7 @@ export const configMapDefinition: ResourceDefinition = {
   },
   namespaced: true,
   custom: false,
+  strategicMergePatch: true,
   protobufMessage: "k8s.io.api.core.v1.ConfigMap",
   versions: [
     {

@@ -111,6 +111,7 @@ export function eventDefinition(parts: EventDefinitionParts): ResourceDefinition
     },
     namespaced: true,
     custom: false,
+    strategicMergePatch: true,
     protobufMessage: parts.protobufMessage,
     versions: [
       {

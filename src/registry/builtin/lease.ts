@@ -90,6 +90,7 @@ export const leaseDefinition: ResourceDefinition = {
   },
   namespaced: true,
   custom: false,
+  strategicMergePatch: true,
   protobufMessage: "k8s.io.api.coordination.v1.Lease",
   versions: [
     {

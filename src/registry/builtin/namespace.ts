@@ -1,7 +1,7 @@
 /** core/v1 Namespace (cluster-scoped; subresources status and finalize). */
-import type { KubeObject, StatusCause } from "@setpoint/api";
+import { type KubeObject, nowTimestamp, type StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
-import type { ResourceDefinition } from "../types.ts";
+import type { DeleteDecision, ResourceDefinition } from "../types.ts";
 import { array, fieldObject, fieldString, object, str } from "./build.ts";
 import { invalid, qualifiedNameErrors } from "./causes.ts";
 import { kindSchema, time } from "./meta-schemas.ts";
@@ -13,6 +13,9 @@ export const NAMESPACE_TERMINATING = "Terminating";
 export const NAMESPACE_FINALIZER = "kubernetes";
 /** Label every namespace carries with its own name (immutable, as in Kubernetes). */
 export const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
+
+/** Namespaces that may never be deleted. */
+export const IMMORTAL_NAMESPACES: readonly string[] = ["default", "kube-system", "kube-public"];
 
 /** Finalizer names valid without a "/" prefix. */
 const STANDARD_FINALIZERS = new Set([NAMESPACE_FINALIZER, "orphan", "foregroundDeletion"]);
@@ -122,6 +125,38 @@ function finalizeUpdate(obj: KubeObject, old: KubeObject): KubeObject {
   return next;
 }
 
+/** spec.finalizers: a namespace being deleted stays until they are gone (emptied through /finalize). */
+function specFinalizers(obj: KubeObject): string[] {
+  const finalizers = fieldObject(obj, "spec")?.finalizers;
+  return Array.isArray(finalizers) ? finalizers.map(String) : [];
+}
+
+/**
+ * A namespace's first deletion marks it Terminating (deletionTimestamp set, no
+ * grace period) and keeps it; later ones change nothing while spec.finalizers
+ * remain, and otherwise follow the ordinary rules.
+ */
+function decideNamespaceDelete(
+  obj: KubeObject,
+  finalizers: string[],
+  now: Date,
+): DeleteDecision | undefined {
+  if (!obj.metadata.deletionTimestamp) {
+    if (finalizers.length > 0) obj.metadata.finalizers = finalizers;
+    else delete obj.metadata.finalizers;
+    obj.metadata.deletionTimestamp = nowTimestamp(now);
+    const status = (obj.status ?? {}) as Record<string, unknown>;
+    obj.status = { ...status, phase: NAMESPACE_TERMINATING };
+    return { action: "update", obj };
+  }
+  if (specFinalizers(obj).length > 0) return { action: "noop" };
+  return undefined;
+}
+
+function forbidNamespaceDelete(name: string): string | undefined {
+  return IMMORTAL_NAMESPACES.includes(name) ? "this namespace may not be deleted" : undefined;
+}
+
 function validateNamespace(obj: KubeObject, old: KubeObject | undefined): StatusCause[] {
   const causes: StatusCause[] = [];
   const finalizers = fieldObject(obj, "spec")?.finalizers;
@@ -174,6 +209,8 @@ export const namespaceDefinition: ResourceDefinition = {
   },
   namespaced: false,
   custom: false,
+  returnDeletedObject: true,
+  strategicMergePatch: true,
   protobufMessage: "k8s.io.api.core.v1.Namespace",
   verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
   subresources: [{ name: "finalize", verbs: ["update"], update: finalizeUpdate }],
@@ -202,6 +239,10 @@ export const namespaceDefinition: ResourceDefinition = {
     prepareForCreate,
     prepareForUpdate,
     validate: validateNamespace,
+    nameRule: "label",
+    pendingFinalizers: specFinalizers,
+    decideDelete: decideNamespaceDelete,
+    forbidDelete: forbidNamespaceDelete,
     selectableFields: { "status.phase": (obj) => fieldString(obj, "status", "phase") },
   },
 };

@@ -138,6 +138,7 @@ export const secretDefinition: ResourceDefinition = {
   },
   namespaced: true,
   custom: false,
+  strategicMergePatch: true,
   protobufMessage: "k8s.io.api.core.v1.Secret",
   versions: [
     {

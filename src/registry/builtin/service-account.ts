@@ -38,6 +38,8 @@ export const serviceAccountDefinition: ResourceDefinition = {
   },
   namespaced: true,
   custom: false,
+  strategicMergePatch: true,
+  returnDeletedObject: true,
   protobufMessage: "k8s.io.api.core.v1.ServiceAccount",
   createSubresources: [{ name: "token", kind: tokenRequestDefinition }],
   versions: [

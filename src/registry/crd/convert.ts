@@ -183,8 +183,10 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
     },
     namespaced: (spec.scope ?? "Namespaced") === "Namespaced",
     custom: true,
+    returnDeletedObject: true,
     versions,
     strategy: {
+      ownSchemaDefaults: true,
       allowUnconditionalUpdate: false,
       tracksGeneration: true,
       selectableFields: Object.keys(selectable).length > 0 ? selectable : undefined,

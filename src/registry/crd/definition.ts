@@ -746,6 +746,7 @@ export const customResourceDefinitions: ResourceDefinition = {
   },
   namespaced: false,
   custom: false,
+  strategicMergePatch: true,
   versions: [
     {
       name: "v1",

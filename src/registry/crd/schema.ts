@@ -11,10 +11,15 @@
  */
 
 import type { Schema, StatusCause } from "@setpoint/api";
-import { deepClone, fieldErrors } from "@setpoint/api";
+import { fieldErrors } from "@setpoint/api";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { objectMetaSchema } from "../builtin/meta-schemas.ts";
+import {
+  applyDefaults as applySchemaDefaults,
+  fillDefaults,
+  defaultsSkeleton as skeletonOfSchema,
+} from "../defaulting.ts";
 import { MAX_OBJECT_DEPTH, objectLimitsCause } from "../object-limits.ts";
 import { childPath, declaredProperty, indexPath, isObject, jsonTypeName } from "./paths.ts";
 
@@ -464,14 +469,11 @@ function prune(
 }
 
 /**
- * Structural defaulting, in place, as Kubernetes does on create, update and read:
- * first nulls of non-nullable fields without a default are dropped, then every
- * absent (or non-nullable null) property with a default gets a copy of it,
- * recursively, so defaults inside a freshly defaulted parent apply too.
+ * Structural defaulting, in place, as Kubernetes does on create, update and read
+ * (the engine in src/registry/defaulting.ts, shared with built-in types).
  */
 export function applyDefaults(obj: unknown, schema: Schema): void {
-  dropNulls(obj, schema, 0);
-  fillDefaults(obj, schema, 0);
+  applySchemaDefaults(obj, schema);
 }
 
 /**
@@ -483,60 +485,15 @@ export function applyDefaultsWith(
   schema: Schema,
   skeleton: Schema | undefined,
 ): void {
-  dropNulls(obj, schema, 0);
-  if (skeleton) fillDefaults(obj, skeleton, 0);
+  applySchemaDefaults(obj, schema, skeleton ?? null);
 }
 
 /**
- * The part of a structural schema that defaulting reads: only the nodes on a path
- * to a `default` (with their `nullable`), or undefined when the schema has no
- * defaults. Defaulting with it gives the same result as with the whole schema and
- * walks only the branches that can change, which keeps defaulting on read cheap.
+ * The part of a structural schema that defaulting reads (see
+ * src/registry/defaulting.ts), or undefined when the schema has no defaults.
  */
 export function defaultsSkeleton(schema: Schema): Schema | undefined {
-  return skeletonOf(schema, 0);
-}
-
-function skeletonOf(s: Schema, depth: number): Schema | undefined {
-  if (depth > MAX_OBJECT_DEPTH) return undefined;
-  const out: Schema = {};
-  let useful = false;
-  if (s.default !== undefined) {
-    out.default = s.default;
-    useful = true;
-  }
-  if (s.nullable) out.nullable = true;
-  const extra = isObject(s.additionalProperties)
-    ? skeletonOf(s.additionalProperties as Schema, depth + 1)
-    : undefined;
-  if (extra) {
-    out.additionalProperties = extra;
-    useful = true;
-  }
-  if (s.properties) {
-    const props: Record<string, Schema> = {};
-    let any = false;
-    for (const [k, v] of Object.entries(s.properties)) {
-      const child = skeletonOf(v, depth + 1);
-      if (child) {
-        props[k] = child;
-        any = true;
-      } else if (extra) {
-        // Declared properties are never defaulted as additional ones: keep them known.
-        props[k] = {};
-      }
-    }
-    if (any || extra) out.properties = props;
-    if (any) useful = true;
-  }
-  if (s.items) {
-    const items = skeletonOf(s.items, depth + 1);
-    if (items) {
-      out.items = items;
-      useful = true;
-    }
-  }
-  return useful ? out : undefined;
+  return skeletonOfSchema(schema) ?? undefined;
 }
 
 /**
@@ -545,81 +502,5 @@ function skeletonOf(s: Schema, depth: number): Schema | undefined {
  * the version's defaultsSkeleton. Unlike applyDefaults, nothing is dropped.
  */
 export function fillReadDefaults(obj: unknown, skeleton: Schema): void {
-  fillDefaults(obj, skeleton, 0);
-}
-
-function childSchemaOf(s: Schema | undefined, key: string): Schema | undefined {
-  if (!s) return undefined;
-  const p = declaredProperty(s, key);
-  if (p) return p;
-  return isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
-}
-
-function dropNulls(value: unknown, s: Schema | undefined, depth: number): void {
-  if (!s || depth > MAX_OBJECT_DEPTH) return;
-  if (Array.isArray(value)) {
-    for (const v of value) dropNulls(v, s.items, depth + 1);
-    return;
-  }
-  if (!isObject(value)) return;
-  for (const key in value) {
-    const v = value[key];
-    // Only nulls and containers (which may hold nulls) need the field's schema.
-    if (v === null) {
-      const child = childSchemaOf(s, key);
-      if (child && !child.nullable && child.default === undefined) delete value[key];
-    } else if (typeof v === "object") {
-      dropNulls(v, childSchemaOf(s, key), depth + 1);
-    }
-  }
-}
-
-function nonNullableNull(v: unknown, s: Schema | undefined): boolean {
-  return v === null && s !== undefined && !s.nullable;
-}
-
-function fillDefaults(value: unknown, s: Schema | undefined, depth: number): void {
-  if (!s || depth > MAX_OBJECT_DEPTH) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      if (nonNullableNull(value[i], s.items) && s.items?.default !== undefined) {
-        value[i] = deepClone(s.items.default);
-      }
-      fillDefaults(value[i], s.items, depth + 1);
-    }
-    return;
-  }
-  if (!isObject(value)) return;
-  const props = s.properties;
-  if (props) {
-    for (const k in props) {
-      const prop = props[k];
-      if (prop.default === undefined) continue;
-      if (!Object.hasOwn(value, k) || nonNullableNull(value[k], prop)) {
-        value[k] = deepClone(prop.default);
-      }
-    }
-  }
-  const extra = isObject(s.additionalProperties) ? (s.additionalProperties as Schema) : undefined;
-  if (!extra) {
-    // Only declared fields can have defaults below them: walk those the value has.
-    if (!props) return;
-    for (const k in props) {
-      if (Object.hasOwn(props, k) && Object.hasOwn(value, k)) {
-        fillDefaults(value[k], props[k], depth + 1);
-      }
-    }
-    return;
-  }
-  for (const k of Object.keys(value)) {
-    const prop = declaredProperty(s, k);
-    if (prop) {
-      fillDefaults(value[k], prop, depth + 1);
-    } else if (extra) {
-      if (nonNullableNull(value[k], extra) && extra.default !== undefined) {
-        value[k] = deepClone(extra.default);
-      }
-      fillDefaults(value[k], extra, depth + 1);
-    }
-  }
+  fillDefaults(obj, skeleton);
 }

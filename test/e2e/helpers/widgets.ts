@@ -40,6 +40,7 @@ export function widgetDefinition(): ResourceDefinition {
     },
     namespaced: true,
     custom: false,
+    strategicMergePatch: true,
     strategy: { allowUnconditionalUpdate: false, tracksGeneration: true },
     versions: [
       {

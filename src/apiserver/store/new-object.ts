@@ -1,0 +1,44 @@
+/**
+ * Readying a new object for storage (create, and an update or apply that
+ * creates): namespace admission, server-set metadata, field ownership, defaults
+ * and validation.
+ */
+import type { KubeObject } from "@setpoint/api";
+import { recordUpdate } from "./field-manager.ts";
+import { applyDefaults, checkLimits, prepareCreate, validateCreate } from "./lifecycle.ts";
+import type { StoreContext } from "./scope.ts";
+
+/**
+ * Readies `obj` (in the storage version, namespace bound) in place, as written by
+ * `manager` at `now`; with `trackFields` false its field ownership is left as it
+ * is (an apply recorded it). Throws the error a client should get.
+ */
+export async function prepareNewObject(
+  ctx: StoreContext,
+  obj: KubeObject,
+  manager: string,
+  now: Date,
+  trackFields = true,
+): Promise<KubeObject> {
+  const { def, version, scope } = ctx;
+  if (def.namespaced && scope.namespace) {
+    await ctx.services.namespaces.admit(scope.namespace, "create", {
+      ...ctx.subject,
+      name: obj.metadata.name ?? "",
+    });
+  }
+  // The limits' own check (which builds the cause) only for an object past them.
+  checkLimits(obj, def);
+  prepareCreate(obj, def, version, now);
+  if (trackFields) {
+    recordUpdate(null, obj, version.schema, {
+      manager,
+      apiVersion: ctx.apiVersion,
+      now,
+      ...(scope.subresource ? { subresource: scope.subresource } : {}),
+    });
+  }
+  applyDefaults(obj, def, version);
+  validateCreate(obj, def);
+  return obj;
+}

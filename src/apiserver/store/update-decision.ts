@@ -1,0 +1,120 @@
+/**
+ * The decision every update path (PUT, patch, apply, scale) shares: preconditions,
+ * the status split, server-owned metadata, generation, defaults, validation,
+ * removal once the last finalizer is gone, and no write at all when nothing
+ * changed.
+ */
+
+import type { KubeObject } from "@setpoint/api";
+import { deepClone, errors, fieldErrors } from "@setpoint/api";
+import { recordUpdate } from "./field-manager.ts";
+import {
+  applyDefaults,
+  bumpGeneration,
+  checkLimits,
+  prepareUpdate,
+  readyToRemove,
+  sameObject,
+  statusUpdate,
+  validateUpdate,
+} from "./lifecycle.ts";
+import { prepareNewObject } from "./new-object.ts";
+import type { StoreContext } from "./scope.ts";
+import { conflictError } from "./store-errors.ts";
+import type { WriteDecision } from "./writes.ts";
+
+export interface UpdatePlan {
+  manager: string;
+  /** Whether a missing object is created (create-on-update types, apply). */
+  allowCreate: boolean;
+  /** Server-side apply: field ownership was already recorded by the apply. */
+  apply?: boolean;
+}
+
+/** Keeps server-owned metadata from the stored object on a subresource write. */
+function keepSystemFields(next: KubeObject, old: KubeObject): void {
+  const m = next.metadata;
+  const o = old.metadata;
+  m.uid = o.uid;
+  m.name = o.name;
+  if (o.namespace !== undefined) m.namespace = o.namespace;
+  m.creationTimestamp = o.creationTimestamp;
+  if (o.generation === undefined) delete m.generation;
+  else m.generation = o.generation;
+  if (o.deletionTimestamp) m.deletionTimestamp = o.deletionTimestamp;
+  if (o.deletionGracePeriodSeconds !== undefined) {
+    m.deletionGracePeriodSeconds = o.deletionGracePeriodSeconds;
+  }
+}
+
+/**
+ * Decides what an update of `current` to `candidate` (storage version, name and
+ * namespace bound) stores, for the main resource or the scope's subresource.
+ */
+export async function decideUpdate(
+  ctx: StoreContext,
+  candidate: KubeObject,
+  current: KubeObject | null,
+  plan: UpdatePlan,
+): Promise<WriteDecision> {
+  const { def, version } = ctx;
+  const sub = ctx.scope.subresource;
+  const now = new Date();
+  if (!current) {
+    if (!plan.allowCreate || sub) throw errors.notFound(ctx.subject);
+    const obj = deepClone(candidate);
+    delete obj.metadata.resourceVersion;
+    const prepared = await prepareNewObject(ctx, obj, plan.manager, now, !plan.apply);
+    return { action: "create", obj: prepared };
+  }
+  const requested = candidate.metadata.resourceVersion;
+  if (requested) {
+    if (requested !== current.metadata.resourceVersion) throw conflictError(ctx.subject);
+  } else if (!def.strategy.allowUnconditionalUpdate) {
+    throw errors.invalid(
+      def.names.kind,
+      current.metadata.name ?? "",
+      [fieldErrors.invalid("metadata.resourceVersion", "0x0", "must be specified for an update")],
+      def.group,
+    );
+  }
+  checkLimits(candidate, def);
+  let next: KubeObject;
+  if (sub === undefined || sub === "scale") {
+    // A scale write is a write of the main resource with only the replicas changed.
+    next = deepClone(candidate);
+    prepareUpdate(next, current, def, version);
+  } else if (sub === "status") {
+    next = statusUpdate(deepClone(candidate), current);
+    if (plan.apply) {
+      // The apply recorded its ownership in the candidate's managedFields.
+      const managed = candidate.metadata.managedFields;
+      if (managed) next.metadata.managedFields = deepClone(managed);
+      else delete next.metadata.managedFields;
+    }
+  } else {
+    const extra = def.subresources?.find((s) => s.name === sub);
+    if (!extra) throw errors.notFound(ctx.subject);
+    next = extra.update(deepClone(candidate), current);
+    keepSystemFields(next, current);
+  }
+  next.metadata.resourceVersion = current.metadata.resourceVersion;
+  if (!plan.apply) {
+    recordUpdate(current, next, version.schema, {
+      manager: plan.manager,
+      apiVersion: ctx.apiVersion,
+      now,
+      ...(sub ? { subresource: sub } : {}),
+    });
+  }
+  applyDefaults(next, def, version);
+  bumpGeneration(next, current, def, sub);
+  const removing = readyToRemove(next, def);
+  // An update that changes nothing stores nothing, and is not validated again: the
+  // stored object was when it was written (Kubernetes' validation ratcheting
+  // likewise accepts what an update leaves as it was).
+  if (!removing && sameObject(next, current)) return { action: "noop", obj: current };
+  validateUpdate(next, current, def);
+  if (removing) return { action: "delete", obj: next };
+  return { action: "update", obj: next };
+}
