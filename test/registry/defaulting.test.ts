@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../packages/api/src/deepcopy.ts";
+import { deepClone } from "../../packages/api/src/deep-copy.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";
 import { applyDefaults } from "../../src/apiserver/store/lifecycle.ts";
