@@ -1,0 +1,118 @@
+/**
+ * The project's dependency shape, checked on the import graph of its sources (every
+ * file under src/ and packages/*\/src, every static, re-export and dynamic import
+ * with a literal specifier, type-only imports included):
+ *
+ * 1. No file-level cycle: no source file imports itself through any chain of imports.
+ * 2. Layer order: each area (a package, or a top-level folder of src/) imports only
+ *    the areas below it in LAYERS. packages/api is the lowest; storage and registry
+ *    build on it; the apiserver on those three; the runtime package on api only; the
+ *    built-in controllers on the runtime and api; cli and testenv compose everything
+ *    and nothing in src/ or packages/ imports them (only bin/ and the tests do).
+ * 3. Packages never import src/.
+ * 4. Every area is in LAYERS: a new top-level folder has to say where it sits.
+ */
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { cyclesOf, type ImportEdge, readImportGraph } from "./import-graph.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Each area and the areas it may import (besides itself). */
+const LAYERS: Record<string, readonly string[]> = {
+  "packages/api": [],
+  "src/storage": ["packages/api"],
+  "src/registry": ["packages/api"],
+  "src/apiserver": ["packages/api", "src/storage", "src/registry"],
+  "packages/runtime": ["packages/api"],
+  "src/controllers": ["packages/api", "packages/runtime"],
+  "src/testenv": [
+    "packages/api",
+    "packages/runtime",
+    "src/storage",
+    "src/registry",
+    "src/apiserver",
+    "src/controllers",
+  ],
+  "src/cli": [
+    "packages/api",
+    "packages/runtime",
+    "src/storage",
+    "src/registry",
+    "src/apiserver",
+    "src/controllers",
+  ],
+};
+
+/** The area of a source file: packages/<name> or src/<folder>. */
+function areaOf(file: string): string {
+  return file.split("/").slice(0, 2).join("/");
+}
+
+const graph = readImportGraph(ROOT);
+const describeEdge = (e: ImportEdge): string => `${e.from} imports ${e.to} ("${e.specifier}")`;
+
+describe("the import graph of src/ and packages/*/src", () => {
+  it("is read: every source file, and imports between them", () => {
+    expect(graph.files).toContain("src/apiserver/server/server.ts");
+    expect(graph.files).toContain("packages/api/src/index.ts");
+    expect(graph.edges.length).toBeGreaterThan(graph.files.length);
+    // Workspace package names resolve through tsconfig.json's paths.
+    expect(
+      graph.edges.some(
+        (e) => e.specifier === "@setpoint/api" && e.to === "packages/api/src/index.ts",
+      ),
+    ).toBe(true);
+  });
+
+  it("has no cycle between files", () => {
+    const next = new Map<string, string[]>();
+    for (const e of graph.edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    const cycles = cyclesOf(graph.files, (f) => next.get(f) ?? []);
+    expect(cycles, "files that import each other, directly or around a loop").toEqual([]);
+  });
+
+  it("places every file in a known layer", () => {
+    const unknown = [...new Set(graph.files.map(areaOf))].filter((a) => !(a in LAYERS));
+    expect(unknown, "areas missing from LAYERS in test/architecture/layers.test.ts").toEqual([]);
+  });
+
+  it("imports only downwards: no area imports one above it or beside it", () => {
+    const wrong = graph.edges
+      .filter((e) => {
+        const from = areaOf(e.from);
+        const to = areaOf(e.to);
+        return from !== to && !(LAYERS[from] ?? []).includes(to);
+      })
+      .map(describeEdge);
+    expect(wrong).toEqual([]);
+  });
+
+  it("keeps packages free of src/", () => {
+    const wrong = graph.edges
+      .filter((e) => e.from.startsWith("packages/") && e.to.startsWith("src/"))
+      .map(describeEdge);
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe("the checks themselves", () => {
+  it("find a cycle, and only the files in it", () => {
+    const next: Record<string, string[]> = { a: ["b"], b: ["c"], c: ["a", "d"], d: [], e: ["e"] };
+    const cycles = cyclesOf(Object.keys(next), (n) => next[n] ?? []);
+    expect(cycles).toEqual([["a", "b", "c"], ["e"]]);
+  });
+
+  it("know each area's place", () => {
+    expect(areaOf("packages/runtime/src/client/client.ts")).toBe("packages/runtime");
+    expect(areaOf("src/apiserver/wire/decode.ts")).toBe("src/apiserver");
+    // The runtime must not reach the apiserver, nor storage reach the registry.
+    expect(LAYERS["packages/runtime"]).not.toContain("src/apiserver");
+    expect(LAYERS["src/storage"]).not.toContain("src/registry");
+    // Nothing but the bin and the tests imports cli or testenv.
+    for (const [area, allowed] of Object.entries(LAYERS)) {
+      if (area !== "src/cli") expect(allowed).not.toContain("src/cli");
+      expect(allowed).not.toContain("src/testenv");
+    }
+  });
+});
