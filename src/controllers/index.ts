@@ -3,7 +3,7 @@
  * runs them:
  *
  * - `garbage-collector`: deletes objects whose owners are gone; carries out
- *   Foreground and Orphan deletion (./garbagecollector/collector.ts);
+ *   Foreground and Orphan deletion (./garbagecollector/);
  * - `namespace`: empties a namespace being deleted, then finalizes it
  *   (./namespace.ts);
  * - `event-ttl`: deletes Events once they are older than the TTL (./event-ttl.ts);
@@ -30,7 +30,7 @@ import {
   GARBAGE_COLLECTOR,
   GarbageCollector,
   type GarbageCollectorOptions,
-} from "./garbagecollector/collector.ts";
+} from "./garbagecollector/index.ts";
 import {
   NAMESPACE_CONTROLLER,
   NamespaceController,
@@ -59,7 +59,7 @@ export {
   GARBAGE_COLLECTOR,
   GarbageCollector,
   type GarbageCollectorOptions,
-} from "./garbagecollector/collector.ts";
+} from "./garbagecollector/index.ts";
 export {
   NAMESPACE_CONDITION_TYPES,
   NAMESPACE_CONTROLLER,

@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { OwnerReference } from "../../packages/api/src/meta.ts";
-import { Graph, type GraphNode, sameOwners } from "../../src/controllers/garbagecollector/graph.ts";
+import { Graph, type GraphNode, sameOwners } from "../../src/controllers/garbagecollector/index.ts";
 
 const UIDS = ["a", "b", "c", "d", "e", "f"];
 
