@@ -8,7 +8,7 @@ import {
   apiVersions,
   negotiateAggregatedDiscovery,
   storageVersionHash,
-} from "../../src/apiserver/discovery/discovery-documents.ts";
+} from "../../src/apiserver/discovery/index.ts";
 import { configMapDefinition } from "../../src/registry/builtin/index.ts";
 import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
 import type { ResourceDefinition } from "../../src/registry/types.ts";

@@ -9,7 +9,7 @@ import {
   openapiV3DocumentJson,
   openapiV3Hash,
   openapiV3Index,
-} from "../../src/apiserver/discovery/openapi.ts";
+} from "../../src/apiserver/discovery/index.ts";
 import { createBuiltinRegistry, Registry } from "../../src/registry/registry.ts";
 import type { ResourceDefinition } from "../../src/registry/types.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";
 import { StatusError } from "../../packages/api/src/status.ts";
-import { deleteOptionsSchema } from "../../src/apiserver/discovery/openapi-schemas.ts";
+import { deleteOptionsSchema } from "../../src/apiserver/discovery/index.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,

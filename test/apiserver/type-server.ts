@@ -18,14 +18,12 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
-} from "../../src/apiserver/discovery/discovery-documents.ts";
-import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
   openapiV3DocumentJson,
   openapiV3Hash,
   openapiV3Index,
-} from "../../src/apiserver/discovery/openapi.ts";
+} from "../../src/apiserver/discovery/index.ts";
 import { negotiateTableVersion, toTable } from "../../src/apiserver/wire/table.ts";
 import type { Registry } from "../../src/registry/registry.ts";
 

@@ -19,14 +19,12 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
-} from "../discovery/discovery-documents.ts";
-import {
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
   openapiV3DocumentJson,
   openapiV3Hash,
   openapiV3Index,
-} from "../discovery/openapi.ts";
+} from "../discovery/index.ts";
 import { ServiceAccountTokens } from "../server/service-account-tokens.ts";
 import { DecodedObjects } from "../store/decoded-objects.ts";
 import { type CacheEntry, ResourceStore, SERVER_USER } from "../store/index.ts";

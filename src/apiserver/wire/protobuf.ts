@@ -34,6 +34,7 @@ export const PROTO_FILES = [
   "events.proto",
   "authentication.proto",
   "authorization.proto",
+  "openapiv2.proto",
 ];
 
 const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
@@ -106,6 +107,11 @@ function loadRoot(): protobuf.Root {
     root = r;
   }
   return root;
+}
+
+/** A message type of the loaded definitions, by its full name ("openapi.v2.Document"). */
+export function protobufType(name: string): Type {
+  return loadRoot().lookupType(name);
 }
 
 /** The message type of a kind, by "apiVersion/kind" ("v1/ConfigMap"). */

@@ -1,32 +1,26 @@
 /**
- * OpenAPI v3, as Kubernetes publishes it: an index at /openapi/v3 naming one
- * document per served group-version, and the documents themselves, with every
- * resource's paths (each operation carrying x-kubernetes-action and
- * x-kubernetes-group-version-kind) and `components.schemas` under Kubernetes'
- * definition names (io.k8s.api.core.v1.ConfigMap; custom resources by reversed
- * group, com.example.v1.Widget). kubectl reads these for `apply` (patch metadata,
- * the fieldValidation parameter), `create -f` and `explain`.
- *
- * Documents are built from the registry on first use and cached until its
- * generation changes.
+ * The paths of an OpenAPI v3 document: for each served resource, its collection,
+ * item, watch and subresource paths, each operation with Kubernetes' operation id,
+ * parameters, request and response media types, `x-kubernetes-action` and
+ * `x-kubernetes-group-version-kind`, as kubectl reads them for `apply` (patch
+ * types, the fieldValidation parameter), `create -f` and `explain`.
  */
-import { createHash } from "node:crypto";
-import type { Schema } from "@setpoint/api";
-import {
-  API_VERSION_DESCRIPTION,
-  KIND_DESCRIPTION,
-  listMetaSchema,
-  objectMetaProperty,
-} from "../../registry/builtin/meta-schemas.ts";
-import { refSchema, schemaDefinition } from "../../registry/definitions.ts";
-import type { Registry } from "../../registry/registry.ts";
+import { schemaDefinition } from "../../registry/definitions.ts";
 import {
   type ResourceDefinition,
   resourceVerbs,
   type VersionDefinition,
 } from "../../registry/types.ts";
 import {
-  apiResourceListSchema,
+  type Components,
+  capitalize,
+  emitKind,
+  groupWord,
+  type Json,
+  ref,
+  tagOf,
+} from "./openapi-components.ts";
+import {
   deleteOptionsSchema,
   patchSchema,
   SCALE_GVK,
@@ -34,9 +28,6 @@ import {
   statusSchema,
   watchEventSchema,
 } from "./openapi-schemas.ts";
-
-/** OpenAPI version of the documents. */
-const OPENAPI_VERSION = "3.0.0";
 
 const RESPONSE_TYPES = ["application/json", "application/yaml"];
 const WATCH_RESPONSE_TYPES = ["application/json", "application/json;stream=watch"];
@@ -46,167 +37,6 @@ const PATCH_TYPES_BASE = [
   "application/merge-patch+json",
 ];
 const STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json";
-
-type Json = Record<string, unknown>;
-
-// ---------------------------------------------------------------------------
-// Names
-
-/** "example.com" → "com.example". */
-function reverseGroup(group: string): string {
-  return group.split(".").reverse().join(".");
-}
-
-/** The definition name of a kind's schema (and, with "List", of its list). */
-export function definitionName(def: ResourceDefinition, version: VersionDefinition): string {
-  const named = schemaDefinition(version.schema);
-  if (!def.custom && named?.canonical) return named.name;
-  const prefix = def.group ? reverseGroup(def.group) : "io.k8s.api.core";
-  return `${prefix}.${version.name}.${def.names.kind}`;
-}
-
-function capitalize(s: string): string {
-  return s ? s[0].toUpperCase() + s.slice(1) : s;
-}
-
-/** The group as operation ids spell it: "" → Core, coordination.k8s.io → Coordination. */
-function groupWord(group: string): string {
-  if (group === "") return "Core";
-  const g = group.endsWith(".k8s.io") ? group.slice(0, -".k8s.io".length) : group;
-  return g
-    .split(/[.-]/)
-    .map((p) => capitalize(p))
-    .join("");
-}
-
-function tagOf(group: string, version: string): string {
-  const w = groupWord(group);
-  return `${w[0].toLowerCase()}${w.slice(1)}_${version}`;
-}
-
-function ref(name: string): Json {
-  return { $ref: `#/components/schemas/${name}` };
-}
-
-// ---------------------------------------------------------------------------
-// Schemas
-
-/** Collects definitions while converting inline schemas into $ref form. */
-class Components {
-  readonly schemas = new Map<string, Json>();
-
-  /** Emits a named definition (once) and returns its name. */
-  define(name: string, target: Schema): string {
-    if (!this.schemas.has(name)) {
-      this.schemas.set(name, {});
-      this.schemas.set(name, this.body(target));
-    }
-    return name;
-  }
-
-  /** A property/items schema: a reference when the schema is (or refers to) a definition. */
-  convert(schema: Schema): Json {
-    const named = schemaDefinition(schema);
-    if (named) {
-      this.define(named.name, named.target);
-      const out: Json = { allOf: [ref(named.name)] };
-      if (!named.canonical && schema.description) out.description = schema.description;
-      if (schema.default !== undefined) out.default = schema.default;
-      return out;
-    }
-    return this.body(schema);
-  }
-
-  /** The schema's own keywords, with sub-schemas converted. */
-  body(schema: Schema): Json {
-    const out: Json = {};
-    for (const [k, v] of Object.entries(schema)) {
-      if (v === undefined) continue;
-      switch (k) {
-        case "properties": {
-          const props: Json = {};
-          for (const [name, p] of Object.entries(v as Record<string, Schema>)) {
-            props[name] = this.convert(p);
-          }
-          out.properties = props;
-          break;
-        }
-        case "items":
-          out.items = this.convert(v as Schema);
-          break;
-        case "additionalProperties":
-          out.additionalProperties = typeof v === "boolean" ? v : this.convert(v as Schema);
-          break;
-        case "allOf":
-        case "anyOf":
-        case "oneOf":
-          out[k] = (v as Schema[]).map((s) => this.convert(s));
-          break;
-        case "not":
-          out.not = this.convert(v as Schema);
-          break;
-        default:
-          out[k] = v;
-      }
-    }
-    return out;
-  }
-
-  toJSON(): Json {
-    const out: Json = {};
-    for (const k of [...this.schemas.keys()].sort()) out[k] = this.schemas.get(k);
-    return out;
-  }
-}
-
-/**
- * A custom resource's schema as published: apiVersion, kind and metadata get the
- * standard descriptions and metadata refers to ObjectMeta, as Kubernetes does.
- */
-function publishedCustomSchema(schema: Schema): Schema {
-  const props = { ...(schema.properties ?? {}) };
-  props.apiVersion = { ...(props.apiVersion ?? { type: "string" }) };
-  props.apiVersion.description ??= API_VERSION_DESCRIPTION;
-  props.kind = { ...(props.kind ?? { type: "string" }) };
-  props.kind.description ??= KIND_DESCRIPTION;
-  props.metadata = objectMetaProperty();
-  return { ...schema, type: schema.type ?? "object", properties: props };
-}
-
-function emitKind(c: Components, def: ResourceDefinition, version: VersionDefinition): string {
-  const name = definitionName(def, version);
-  if (c.schemas.has(name)) return name;
-  const source = def.custom ? publishedCustomSchema(version.schema) : version.schema;
-  c.schemas.set(name, {});
-  const body = c.body(source);
-  body["x-kubernetes-group-version-kind"] = [
-    { group: def.group, kind: def.names.kind, version: version.name },
-  ];
-  c.schemas.set(name, body);
-  const listName = `${name.slice(0, name.length - def.names.kind.length)}${def.names.listKind}`;
-  c.schemas.set(listName, {
-    description: `${def.names.listKind} is a list of ${def.names.kind}.`,
-    type: "object",
-    required: ["items"],
-    properties: {
-      apiVersion: { description: API_VERSION_DESCRIPTION, type: "string" },
-      items: {
-        description: `List of ${def.names.plural}.`,
-        type: "array",
-        items: { allOf: [ref(name)], default: {} },
-      },
-      kind: { description: KIND_DESCRIPTION, type: "string" },
-      metadata: c.convert(refSchema(listMetaSchema, "Standard list metadata.")),
-    },
-    "x-kubernetes-group-version-kind": [
-      { group: def.group, kind: def.names.listKind, version: version.name },
-    ],
-  });
-  return name;
-}
-
-// ---------------------------------------------------------------------------
-// Parameters
 
 function queryParam(name: string, description: string, type: string): Json {
   return { name, in: "query", description, schema: { type, uniqueItems: true } };
@@ -330,16 +160,13 @@ function pathParam(name: string, description: string): Json {
   };
 }
 
-// ---------------------------------------------------------------------------
-// Paths
-
 function content(types: string[], schemaName: string): Json {
   const out: Json = {};
   for (const t of types) out[t] = { schema: ref(schemaName) };
   return out;
 }
 
-function responses(codes: string[], schemaName: string, types = RESPONSE_TYPES): Json {
+export function responses(codes: string[], schemaName: string, types = RESPONSE_TYPES): Json {
   const out: Json = {};
   for (const code of codes) {
     out[code] = {
@@ -377,7 +204,7 @@ function requestBody(schemaName: string, types = ["*/*"]): Json {
   return { content: content(types, schemaName), required: true };
 }
 
-function resourcePaths(
+export function resourcePaths(
   c: Components,
   def: ResourceDefinition,
   version: VersionDefinition,
@@ -608,175 +435,10 @@ function resourcePaths(
   return paths;
 }
 
-function statusName(): string {
+export function statusName(): string {
   return schemaDefinition(statusSchema)!.name;
 }
 
-function deleteOptionsSchemaName(): string {
+export function deleteOptionsSchemaName(): string {
   return schemaDefinition(deleteOptionsSchema)!.name;
-}
-
-function buildDocument(reg: Registry, group: string, version: string): Json | undefined {
-  const served = reg.inGroupVersion(group, version);
-  if (served.length === 0) return undefined;
-  const c = new Components();
-  c.define(statusName(), statusSchema);
-  c.define(deleteOptionsSchemaName(), deleteOptionsSchema);
-  const apiResourceListName = c.define(
-    schemaDefinition(apiResourceListSchema)!.name,
-    apiResourceListSchema,
-  );
-  const prefix = group ? `/apis/${group}/${version}` : `/api/${version}`;
-  const paths: Record<string, Json> = {
-    [`${prefix}/`]: {
-      get: {
-        tags: [tagOf(group, version)],
-        description: "get available resources",
-        operationId: `get${groupWord(group)}${capitalize(version)}APIResources`,
-        responses: responses(["200"], apiResourceListName),
-      },
-    },
-  };
-  for (const { def, version: v } of served) Object.assign(paths, resourcePaths(c, def, v));
-  return {
-    openapi: OPENAPI_VERSION,
-    info: { title: "Kubernetes", version: "unversioned" },
-    paths,
-    components: {
-      schemas: c.toJSON(),
-      securitySchemes: {
-        BearerToken: {
-          type: "apiKey",
-          description: "Bearer Token authentication",
-          name: "authorization",
-          in: "header",
-        },
-      },
-    },
-    security: [{ BearerToken: [] }],
-  };
-}
-
-// ---------------------------------------------------------------------------
-// OpenAPI v2
-
-/**
- * Content-Type of the protobuf OpenAPI v2 document. Clients ask for
- * "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", but "@" is not
- * valid in a media type and Go's parser refuses it in a response: answer with
- * "." instead, as Kubernetes does.
- */
-export const OPENAPI_V2_PROTOBUF_CONTENT_TYPE =
-  "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
-
-function protoString(field: number, value: string): Buffer {
-  const bytes = Buffer.from(value, "utf8");
-  return Buffer.concat([protoKey(field), varint(bytes.length), bytes]);
-}
-
-function protoMessage(field: number, body: Buffer): Buffer {
-  return Buffer.concat([protoKey(field), varint(body.length), body]);
-}
-
-function protoKey(field: number): Buffer {
-  return varint((field << 3) | 2);
-}
-
-function varint(n: number): Buffer {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v & 0x7f) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
-  return Buffer.from(out);
-}
-
-/**
- * GET /openapi/v2 (and /swagger-2.0.0.pb-v1): a minimal OpenAPI v2 document in
- * gnostic's protobuf encoding (swagger "2.0", info, empty paths). kubectl 1.27 and
- * 1.28 load it before `apply`, `create -f` and `explain` and fail if it is missing;
- * everything they then use comes from OpenAPI v3 (and, for patches of built-in
- * types, from kubectl's own compiled-in types).
- */
-export function openapiV2Protobuf(): Buffer {
-  const info = Buffer.concat([protoString(1, "Kubernetes"), protoString(2, "unversioned")]);
-  return Buffer.concat([
-    protoString(1, "2.0"),
-    protoMessage(2, info),
-    protoMessage(8, Buffer.alloc(0)),
-  ]);
-}
-
-// ---------------------------------------------------------------------------
-// Cache and exported API
-
-interface Built {
-  doc: Json;
-  json: string;
-  hash: string;
-}
-
-const caches = new WeakMap<Registry, { generation: number; docs: Map<string, Built | null> }>();
-
-function built(reg: Registry, group: string, version: string): Built | undefined {
-  let cache = caches.get(reg);
-  if (!cache || cache.generation !== reg.generation) {
-    cache = { generation: reg.generation, docs: new Map() };
-    caches.set(reg, cache);
-  }
-  const key = `${group}/${version}`;
-  let entry = cache.docs.get(key);
-  if (entry === undefined) {
-    const doc = buildDocument(reg, group, version);
-    if (doc) {
-      const json = JSON.stringify(doc);
-      entry = { doc, json, hash: createHash("sha512").update(json).digest("hex").toUpperCase() };
-    } else entry = null;
-    cache.docs.set(key, entry);
-  }
-  return entry ?? undefined;
-}
-
-/** "api/v1" or "apis/<group>/<version>": a document's key in the index. */
-export function openapiV3PathKey(group: string, version: string): string {
-  return group ? `apis/${group}/${version}` : `api/${version}`;
-}
-
-/** GET /openapi/v3: every served group-version with the URL of its document (hash-pinned). */
-export function openapiV3Index(reg: Registry): object {
-  const paths: Record<string, { serverRelativeURL: string }> = {};
-  for (const g of reg.groups()) {
-    for (const v of g.versions) {
-      const key = openapiV3PathKey(g.group, v);
-      paths[key] = {
-        serverRelativeURL: `/openapi/v3/${key}?hash=${openapiV3Hash(reg, g.group, v)}`,
-      };
-    }
-  }
-  return { paths };
-}
-
-/** GET /openapi/v3/api/v1 or /openapi/v3/apis/<g>/<v>; undefined if not served. Do not mutate. */
-export function openapiV3Document(
-  reg: Registry,
-  group: string,
-  version: string,
-): object | undefined {
-  return built(reg, group, version)?.doc;
-}
-
-/** The serialized document (cached with it), for the handler to send as is. */
-export function openapiV3DocumentJson(
-  reg: Registry,
-  group: string,
-  version: string,
-): string | undefined {
-  return built(reg, group, version)?.json;
-}
-
-/** The document's hash (ETag and the `hash` query parameter); "" if not served. */
-export function openapiV3Hash(reg: Registry, group: string, version: string): string {
-  return built(reg, group, version)?.hash ?? "";
 }
