@@ -69,25 +69,48 @@ function skipScalar(text: string, i: number): number {
 }
 
 /**
+ * Index of the quote closing the string whose opening quote is at `start`. With
+ * `escapes` (the text has a backslash somewhere), a quote preceded by an odd run of
+ * backslashes is skipped; the text length when there is none.
+ */
+function closingQuote(text: string, start: number, escapes: boolean): number {
+  let end = text.indexOf('"', start + 1);
+  if (escapes) {
+    while (end > 0) {
+      let bs = 0;
+      for (let j = end - 1; j > start && text.charCodeAt(j) === 0x5c; j--) bs++;
+      if (bs % 2 === 0) break;
+      end = text.indexOf('"', end + 1);
+    }
+  }
+  return end < 0 ? text.length : end;
+}
+
+/**
  * Scans valid JSON text for keys that repeat within one object. Only called on text
  * JSON.parse accepted, so it needs no error handling beyond staying in bounds.
- * Without escapes in the text, keys are compared where they stand in it (no key
- * string is made unless an object has many keys); paths are only built for the
+ *
+ * Keys are compared where they stand in the text (no key string is made) while an
+ * object has few keys; an object with many keys, or with a key holding an escape,
+ * compares decoded key strings in a set instead (an escaped key is compared by what
+ * it decodes to: "\u0041" and "A" are the same key). Paths are only built for the
  * duplicates found.
  */
 export function findDuplicateJsonKeys(text: string): string[] {
-  if (text.includes("\\")) return findDuplicateKeysEscaped(text);
+  const escapes = text.includes("\\");
   const found: string[] = [];
-  // The path to the current value: key ranges (start, end) or array indexes (-1, i).
+  // The path to the current value, two numbers a segment: a key's range (start, end),
+  // an array index (-1, i), or a decoded escaped key (-2, its index in `decodedKeys`).
   const path: number[] = [];
+  const decodedKeys: string[] = [];
   let top = 0;
   let i = 0;
   const render = (): string => {
     let out = "";
     for (let p = 0; p < path.length; p += 2) {
-      if (path[p] < 0) out += `[${path[p + 1]}]`;
+      if (path[p] === -1) out += `[${path[p + 1]}]`;
       else {
-        const seg = text.slice(path[p], path[p + 1]);
+        const seg = path[p] === -2 ? decodedKeys[path[p + 1]] : text.slice(path[p], path[p + 1]);
         out += out === "" ? seg : `.${seg}`;
       }
     }
@@ -112,18 +135,28 @@ export function findDuplicateJsonKeys(text: string): string[] {
         return;
       }
       const base = top;
+      const decodedBase = decodedKeys.length;
       let seen: Set<string> | null = null;
       while (i < text.length) {
         ws();
-        // The key: from after its opening quote to its closing one (no escapes here).
+        // The key: from after its opening quote to its closing one.
         const ks = i + 1;
-        let ke = text.indexOf('"', ks);
-        if (ke < 0) ke = text.length;
+        const ke = closingQuote(text, i, escapes);
         i = ke + 1;
         const len = ke - ks;
+        // An escaped key is compared (and named in paths) by what it decodes to.
+        let decoded: string | null = null;
+        if (escapes) {
+          const bs = text.indexOf("\\", ks);
+          if (bs >= 0 && bs < ke) decoded = JSON.parse(text.slice(ks - 1, ke + 1)) as string;
+        }
         let dup = false;
+        if (seen === null && (decoded !== null || (top - base) / 2 >= PAIRWISE_KEYS)) {
+          seen = new Set();
+          for (let r = base; r < top; r += 2) seen.add(text.slice(keyRanges[r], keyRanges[r + 1]));
+        }
         if (seen !== null) {
-          const k = text.slice(ks, ke);
+          const k = decoded ?? text.slice(ks, ke);
           if (seen.has(k)) dup = true;
           else seen.add(k);
         } else {
@@ -134,23 +167,20 @@ export function findDuplicateJsonKeys(text: string): string[] {
             }
           }
           if (!dup) {
-            if ((top - base) / 2 >= PAIRWISE_KEYS) {
-              seen = new Set();
-              for (let r = base; r < top; r += 2)
-                seen.add(text.slice(keyRanges[r], keyRanges[r + 1]));
-              seen.add(text.slice(ks, ke));
-            } else {
-              if (top + 2 > keyRanges.length) {
-                const grown = new Int32Array(keyRanges.length * 2);
-                grown.set(keyRanges);
-                keyRanges = grown;
-              }
-              keyRanges[top++] = ks;
-              keyRanges[top++] = ke;
+            if (top + 2 > keyRanges.length) {
+              const grown = new Int32Array(keyRanges.length * 2);
+              grown.set(keyRanges);
+              keyRanges = grown;
             }
+            keyRanges[top++] = ks;
+            keyRanges[top++] = ke;
           }
         }
-        path.push(ks, ke);
+        if (decoded === null) path.push(ks, ke);
+        else {
+          path.push(-2, decodedKeys.length);
+          decodedKeys.push(decoded);
+        }
         if (dup) found.push(render());
         ws();
         i++; // colon
@@ -165,6 +195,7 @@ export function findDuplicateJsonKeys(text: string): string[] {
         break;
       }
       top = base;
+      if (decodedKeys.length > decodedBase) decodedKeys.length = decodedBase;
     } else if (c === 0x5b /* [ */) {
       i++;
       ws();
@@ -187,107 +218,7 @@ export function findDuplicateJsonKeys(text: string): string[] {
         return;
       }
     } else if (c === 0x22 /* " */) {
-      const end = text.indexOf('"', i + 1);
-      i = end < 0 ? text.length : end + 1;
-    } else {
-      i = skipScalar(text, i);
-    }
-  };
-  value(0);
-  return found;
-}
-
-/** findDuplicateJsonKeys for text with escapes: keys are compared decoded. */
-function findDuplicateKeysEscaped(text: string): string[] {
-  const found: string[] = [];
-  const path: (string | number)[] = [];
-  let i = 0;
-  const render = (): string => {
-    let out = "";
-    for (const seg of path) {
-      if (typeof seg === "number") out += `[${seg}]`;
-      else out += out === "" ? seg : `.${seg}`;
-    }
-    return out;
-  };
-  const ws = () => {
-    i = skipBlanks(text, i);
-  };
-  const str = (): string => {
-    const start = i;
-    let end = text.indexOf('"', start + 1);
-    // Find the closing quote: the next quote not escaped by an odd run of backslashes.
-    while (end > 0) {
-      let bs = 0;
-      for (let j = end - 1; j > start && text.charCodeAt(j) === 0x5c; j--) bs++;
-      if (bs % 2 === 0) break;
-      end = text.indexOf('"', end + 1);
-    }
-    if (end < 0) end = text.length - 1;
-    i = end + 1;
-    const raw = text.slice(start, end + 1);
-    return raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);
-  };
-  const value = (depth: number): void => {
-    ws();
-    const c = text.charCodeAt(i);
-    if (c === 0x7b /* { */) {
-      i++;
-      ws();
-      if (text.charCodeAt(i) === 0x7d) {
-        i++;
-        return;
-      }
-      let seen: Set<string> | null = null;
-      let first: string | null = null;
-      while (i < text.length) {
-        ws();
-        const key = str();
-        // One key needs no set; a second one starts it.
-        let dup = false;
-        if (first === null) first = key;
-        else {
-          if (seen === null) seen = new Set([first]);
-          if (seen.has(key)) dup = true;
-          else seen.add(key);
-        }
-        path.push(key);
-        if (dup) found.push(render());
-        ws();
-        i++; // colon
-        if (depth < MAX_BODY_DEPTH) value(depth + 1);
-        path.pop();
-        ws();
-        if (text.charCodeAt(i) === 0x2c) {
-          i++;
-          continue;
-        }
-        i++; // closing brace
-        return;
-      }
-    } else if (c === 0x5b /* [ */) {
-      i++;
-      ws();
-      if (text.charCodeAt(i) === 0x5d) {
-        i++;
-        return;
-      }
-      let n = 0;
-      while (i < text.length) {
-        path.push(n);
-        if (depth < MAX_BODY_DEPTH) value(depth + 1);
-        path.pop();
-        n++;
-        ws();
-        if (text.charCodeAt(i) === 0x2c) {
-          i++;
-          continue;
-        }
-        i++; // closing bracket
-        return;
-      }
-    } else if (c === 0x22 /* " */) {
-      str();
+      i = closingQuote(text, i, escapes) + 1;
     } else {
       i = skipScalar(text, i);
     }
