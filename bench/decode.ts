@@ -13,7 +13,7 @@
  * Environment:
  *   BENCH_DECODE_MS   time per measurement in ms (default 1000)
  */
-import { findDuplicateJsonKeys } from "../src/apiserver/wire/decode.ts";
+import { findDuplicateJsonKeys } from "../src/apiserver/wire/index.ts";
 import { printTable, type Row } from "./lib/table.ts";
 import { loopFor } from "./lib/timing.ts";
 

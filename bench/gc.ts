@@ -22,8 +22,8 @@
  *   BENCH_VOLATILE=1      SQLite without waiting for the disk at commit
  */
 
+import type { KubeObject } from "@setpoint/api";
 import { Client, silentLogger } from "@setpoint/runtime";
-import type { KubeObject } from "../packages/api/src/meta.ts";
 import { createControllerManager, type GarbageCollector } from "../src/controllers/index.ts";
 import { ChildServer } from "./lib/child-server.ts";
 import { printTable, type Row } from "./lib/table.ts";

@@ -30,7 +30,7 @@
 import { fork } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { KubeObject } from "../packages/api/src/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import { DEFAULT_LIST_PAGE_SIZE } from "../packages/runtime/src/cache/reflector.ts";
 import { Client } from "../packages/runtime/src/client/client.ts";
 import { ChildServer } from "./lib/child-server.ts";

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateTlsMaterial } from "../src/apiserver/server/certs.ts";
+import { generateTlsMaterial } from "../src/apiserver/server/index.ts";
 import { printTable, type Row } from "./lib/table.ts";
 
 const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 7);

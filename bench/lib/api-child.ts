@@ -27,9 +27,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
-import { ensureSystemNamespaces } from "../../src/apiserver/server/bootstrap.ts";
-import { generateTlsMaterial, type TlsMaterial } from "../../src/apiserver/server/certs.ts";
-import { startApiServer } from "../../src/apiserver/server/server.ts";
+import {
+  ensureSystemNamespaces,
+  generateTlsMaterial,
+  startApiServer,
+  type TlsMaterial,
+} from "../../src/apiserver/server/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 /** Messages from the parent. */

@@ -10,7 +10,7 @@ import {
   performance,
   type RecordableHistogram,
 } from "node:perf_hooks";
-import type { Store } from "../../src/storage/store.ts";
+import type { Store } from "../../src/storage/index.ts";
 import type { Row } from "./table.ts";
 import { callersFor, interleaved, now, percentile, type Rate, Samples } from "./timing.ts";
 

@@ -11,6 +11,7 @@
  * then measure until the parent sends "report".
  */
 import { CoreV1Api, KubeConfig, makeInformer, type V1ConfigMap } from "@kubernetes/client-node";
+import type { KubeObject } from "@setpoint/api";
 import {
   Client,
   Informer,
@@ -20,7 +21,6 @@ import {
   type Request,
   silentLogger,
 } from "@setpoint/runtime";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 
 /** What the parent asks for. */
 export type Task =

@@ -1,6 +1,6 @@
+import { deepClone, deepEqual, deepFreeze, setMember } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepEqual, deepFreeze, setMember } from "../../packages/api/src/deep-copy.ts";
 
 const json = fc.jsonValue({ maxDepth: 4 });
 

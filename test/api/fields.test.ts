@@ -1,5 +1,3 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
 import {
   checkFieldSelectorFields,
   escapeFieldValue,
@@ -10,9 +8,11 @@ import {
   matchesFields,
   parseFieldSelector,
   requiredFieldValue,
+  StatusError,
   unescapeFieldValue,
-} from "../../packages/api/src/fields.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
+} from "@setpoint/api";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 function badRequestMessage(fn: () => unknown): string {
   try {

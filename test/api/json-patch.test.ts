@@ -1,13 +1,12 @@
+import { deepClone, deepFreeze, StatusError } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../packages/api/src/deep-copy.ts";
 import {
   applyJsonPatch,
   formatJsonPointer,
   MAX_JSON_PATCH_OPERATIONS,
   parseJsonPointer,
 } from "../../packages/api/src/patch/json.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
 
 function failure(fn: () => unknown): StatusError {
   try {

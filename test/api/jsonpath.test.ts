@@ -1,12 +1,12 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
 import {
   evaluateJsonPath,
   executeJsonPathTemplate,
   formatJsonPathValue,
   JsonPathError,
   parseJsonPath,
-} from "../../packages/api/src/jsonpath.ts";
+} from "@setpoint/api";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 const pod = {
   apiVersion: "v1",

@@ -1,5 +1,3 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
 import {
   EVERYTHING,
   formatLabelSelector,
@@ -12,8 +10,10 @@ import {
   matchesLabels,
   parseLabelSelector,
   requiredLabelValue,
-} from "../../packages/api/src/labels.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
+  StatusError,
+} from "@setpoint/api";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 function badRequest(fn: () => unknown): StatusError {
   try {

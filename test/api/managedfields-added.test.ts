@@ -4,11 +4,12 @@
  * atomic lists (with duplicate and unidentifiable items), granular and atomic
  * maps, nulls and empty containers, undeclared fields.
  */
+
+import { UNTRACKED_FIELDS } from "@setpoint/api/managedfields";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { addedFields, compareObjects } from "../../packages/api/src/managedfields/compare.ts";
 import { createdFieldsV1 } from "../../packages/api/src/managedfields/created.ts";
-import { UNTRACKED_FIELDS } from "../../packages/api/src/managedfields/update.ts";
 import { API_VERSION, schema } from "./managedfields-helpers.ts";
 
 const scalar = fc.oneof(

@@ -1,10 +1,7 @@
+import { type KubeObject, StatusError } from "@setpoint/api";
+import { applyServerSide, FieldSet, LAST_APPLIED_ANNOTATION } from "@setpoint/api/managedfields";
 import { describe, expect, it } from "vitest";
-import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
-import { FieldSet } from "../../packages/api/src/managedfields/field-set.ts";
-import { LAST_APPLIED_ANNOTATION } from "../../packages/api/src/managedfields/last-applied.ts";
 import { zipListKeys } from "../../packages/api/src/managedfields/merge.ts";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
 import { API_VERSION, at, config, paths, Server, schema, spec } from "./managedfields-helpers.ts";
 
 function conflictOf(fn: () => unknown): StatusError {

@@ -1,16 +1,17 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
 import {
   canonicalPathKey,
   comparePathKeys,
+  FieldSet,
+  FieldsV1Error,
   fieldKey,
   keyKey,
   PathElementError,
   parsePathElement,
   pathString,
   valueKey,
-} from "../../packages/api/src/managedfields/field-path.ts";
-import { FieldSet, FieldsV1Error } from "../../packages/api/src/managedfields/field-set.ts";
+} from "@setpoint/api/managedfields";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 const f = fieldKey;
 

@@ -3,11 +3,9 @@
  * "server" holding one object, that calls the field manager the way the apiserver
  * does and stamps uid/resourceVersion/creationTimestamp like storage.
  */
-import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
-import { FieldSet } from "../../packages/api/src/managedfields/field-set.ts";
-import { updateManagedFields } from "../../packages/api/src/managedfields/update.ts";
-import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
+
+import type { KubeObject, ManagedFieldsEntry, Schema } from "@setpoint/api";
+import { applyServerSide, FieldSet, updateManagedFields } from "@setpoint/api/managedfields";
 
 export const API_VERSION = "example.com/v1";
 

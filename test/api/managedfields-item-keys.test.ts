@@ -1,7 +1,7 @@
+import type { Schema } from "@setpoint/api";
+import { keyKey } from "@setpoint/api/managedfields";
 import { describe, expect, it } from "vitest";
-import { keyKey } from "../../packages/api/src/managedfields/field-path.ts";
 import { ITEM_KEY_CACHE_SIZE, indexList } from "../../packages/api/src/managedfields/type-info.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
 
 const env: Schema = {
   type: "array",

@@ -1,12 +1,13 @@
+import { type KubeObject, StatusError } from "@setpoint/api";
+import {
+  applyServerSide,
+  extractFields,
+  FieldSet,
+  parsePathElement,
+  UNTRACKED_FIELDS,
+} from "@setpoint/api/managedfields";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyServerSide } from "../../packages/api/src/managedfields/apply.ts";
-import { extractFields } from "../../packages/api/src/managedfields/extract.ts";
-import { parsePathElement } from "../../packages/api/src/managedfields/field-path.ts";
-import { FieldSet } from "../../packages/api/src/managedfields/field-set.ts";
-import { UNTRACKED_FIELDS } from "../../packages/api/src/managedfields/update.ts";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
 import { API_VERSION, at, config, Server, schema, spec } from "./managedfields-helpers.ts";
 
 const small = fc.integer({ min: 0, max: 2 });

@@ -1,11 +1,11 @@
-import { describe, expect, it } from "vitest";
+import type { KubeObject } from "@setpoint/api";
 import {
   decodeManagedFields,
   isResetManagedFields,
   MAX_UPDATE_MANAGERS,
-} from "../../packages/api/src/managedfields/managers.ts";
-import { updateManagedFields } from "../../packages/api/src/managedfields/update.ts";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
+  updateManagedFields,
+} from "@setpoint/api/managedfields";
+import { describe, expect, it } from "vitest";
 import { API_VERSION, at, config, Server, schema, spec } from "./managedfields-helpers.ts";
 
 describe("updateManagedFields", () => {

@@ -1,6 +1,6 @@
+import { deepClone, deepFreeze } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../packages/api/src/deep-copy.ts";
 import { applyMergePatch, createMergePatch } from "../../packages/api/src/patch/merge.ts";
 
 describe("applyMergePatch", () => {

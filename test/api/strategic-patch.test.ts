@@ -1,10 +1,8 @@
+import { deepClone, deepFreeze, type Schema, StatusError } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone, deepFreeze } from "../../packages/api/src/deep-copy.ts";
 import { applyPatch, patchTypeOf } from "../../packages/api/src/patch/index.ts";
 import { applyStrategicMergePatch } from "../../packages/api/src/patch/strategic.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
 
 const mergeByName = (items: Schema): Schema => ({
   type: "array",

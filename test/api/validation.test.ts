@@ -1,21 +1,22 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import type { ObjectMeta } from "../../packages/api/src/meta.ts";
-import { CauseType, errors } from "../../packages/api/src/status.ts";
 import {
+  CauseType,
   dns1123LabelErrors,
   dns1123SubdomainErrors,
+  errors,
   generateName,
   isDNS1123Label,
   isDNS1123Subdomain,
   isQualifiedName,
   isValidLabelValue,
+  type ObjectMeta,
   qualifiedNameErrors,
   TOTAL_ANNOTATION_SIZE_LIMIT,
   validateObjectMeta,
   validateObjectMetaUpdate,
   validateObjectName,
-} from "../../packages/api/src/validation.ts";
+} from "@setpoint/api";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 const SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";

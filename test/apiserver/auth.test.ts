@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseTokenFile, TokenFileError } from "../../src/apiserver/server/auth.ts";
+import { parseTokenFile, TokenFileError } from "../../src/apiserver/server/index.ts";
 
 describe("parseTokenFile (Kubernetes' --token-auth-file format)", () => {
   it("reads token,user,uid and quoted groups, skipping blanks and comments", () => {

@@ -5,9 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { loadOrCreateToken, TokenAuthenticator } from "../../src/apiserver/server/auth.ts";
-import { loadOrCreateTlsMaterial } from "../../src/apiserver/server/certs.ts";
-import { kubeconfigYaml } from "../../src/apiserver/server/kubeconfig-yaml.ts";
+import {
+  kubeconfigYaml,
+  loadOrCreateTlsMaterial,
+  loadOrCreateToken,
+  TokenAuthenticator,
+} from "../../src/apiserver/server/index.ts";
 
 function get(url: string, ca: string, servername?: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,12 +1,12 @@
+import type { KubeObject } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   decodeStored,
   encodeObject,
   MIN_SPLICED_FIELDS_JSON,
   storedWithRevision,
-} from "../../src/apiserver/wire/codec.ts";
+} from "../../src/apiserver/wire/index.ts";
 
 /** Objects with metadata (with or without a resourceVersion), in any key order. */
 const objects = fc

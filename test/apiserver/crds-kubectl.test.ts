@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
+import { type ApiServer, startApiServer } from "../../src/apiserver/server/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRD_YAML = `apiVersion: apiextensions.k8s.io/v1

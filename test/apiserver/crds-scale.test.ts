@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
+import { type ApiServer, startApiServer } from "../../src/apiserver/server/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";

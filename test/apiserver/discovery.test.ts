@@ -10,8 +10,11 @@ import {
   storageVersionHash,
 } from "../../src/apiserver/discovery/index.ts";
 import { configMapDefinition } from "../../src/registry/builtin/index.ts";
-import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
-import type { ResourceDefinition } from "../../src/registry/types.ts";
+import {
+  createBuiltinRegistry,
+  type Registry,
+  type ResourceDefinition,
+} from "../../src/registry/index.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: discovery documents are plain JSON under test

@@ -7,9 +7,9 @@ import {
   decodeJson,
   decodeYaml,
   findDuplicateJsonKeys,
-} from "../../src/apiserver/wire/decode.ts";
-import { negotiateOutput } from "../../src/apiserver/wire/negotiate.ts";
-import { warningHeaders } from "../../src/apiserver/wire/response.ts";
+  negotiateOutput,
+  warningHeaders,
+} from "../../src/apiserver/wire/index.ts";
 
 const JSON_MEDIA = { type: "application/json", params: {} } as const;
 

@@ -12,7 +12,7 @@ import {
   type ApiLimits,
   createApiHandler,
 } from "../../src/apiserver/endpoints/handler.ts";
-import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
+import { createBuiltinRegistry, type Registry } from "../../src/registry/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 export interface Reply {

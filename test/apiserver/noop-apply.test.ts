@@ -5,7 +5,7 @@
  * apply.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { crdToDefinition } from "../../src/registry/crd/convert.ts";
+import { crdToDefinition } from "../../src/registry/crd/index.ts";
 import { configMap, type Harness, startHarness } from "./harness.ts";
 
 const APPLY = "application/apply-patch+yaml";

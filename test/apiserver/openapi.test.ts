@@ -10,8 +10,11 @@ import {
   openapiV3Hash,
   openapiV3Index,
 } from "../../src/apiserver/discovery/index.ts";
-import { createBuiltinRegistry, Registry } from "../../src/registry/registry.ts";
-import type { ResourceDefinition } from "../../src/registry/types.ts";
+import {
+  createBuiltinRegistry,
+  Registry,
+  type ResourceDefinition,
+} from "../../src/registry/index.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI documents are plain JSON under test

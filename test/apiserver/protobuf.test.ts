@@ -1,21 +1,19 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type KubeObject, type Schema, StatusError } from "@setpoint/api";
 import fc from "fast-check";
 import protobuf from "protobufjs";
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
-import { StatusError } from "../../packages/api/src/status.ts";
 import { deleteOptionsSchema } from "../../src/apiserver/discovery/index.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,
   PROTO_FILES,
   PROTOBUF_MAGIC,
-} from "../../src/apiserver/wire/protobuf.ts";
+} from "../../src/apiserver/wire/index.ts";
 import { builtinDefinitions } from "../../src/registry/builtin/index.ts";
-import { createBuiltinRegistry } from "../../src/registry/registry.ts";
+import { createBuiltinRegistry } from "../../src/registry/index.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
 
 /**

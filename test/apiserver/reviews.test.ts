@@ -5,7 +5,7 @@
  */
 import protobuf from "protobufjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/protobuf.ts";
+import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/index.ts";
 import { ALLOW_ALL_REASON } from "../../src/registry/builtin/reviews.ts";
 import { type Harness, startHarness } from "./harness.ts";
 

@@ -1,14 +1,13 @@
+import { deepClone, type Schema } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../packages/api/src/deep-copy.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
 import {
   applySchemaDefaults,
   checkAgainstSchema,
   defaultsOnly,
   MAX_SCHEMA_WALK_DEPTH,
   type SchemaCheck,
-} from "../../src/apiserver/wire/schema-walk.ts";
+} from "../../src/apiserver/wire/index.ts";
 import { objectMetaSchema } from "../../src/registry/builtin/meta-schemas.ts";
 
 /** Defaulting walking the whole schema: what applySchemaDefaults must give. */

@@ -6,12 +6,12 @@
 import type { IncomingMessage } from "node:http";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ServiceAccountTokenAuthenticator } from "../../src/apiserver/server/auth.ts";
 import {
   CLOCK_LEEWAY_SECONDS,
   DEFAULT_SERVICE_ACCOUNT_ISSUER,
+  ServiceAccountTokenAuthenticator,
   ServiceAccountTokens,
-} from "../../src/apiserver/server/service-account-tokens.ts";
+} from "../../src/apiserver/server/index.ts";
 
 const KEY = "k".repeat(32);
 const NOW = new Date("2030-01-01T00:00:00Z");

@@ -10,10 +10,10 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { KubeObject, ManagedFieldsEntry } from "@setpoint/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import type { KubeObject, ManagedFieldsEntry } from "../../packages/api/src/meta.ts";
-import { type ApiServer, startApiServer } from "../../src/apiserver/server/server.ts";
+import { type ApiServer, startApiServer } from "../../src/apiserver/server/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 
 const CRD_YAML = `apiVersion: apiextensions.k8s.io/v1

@@ -1,5 +1,5 @@
+import type { KubeObject } from "@setpoint/api";
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import {
   age,
   humanDuration,
@@ -7,7 +7,7 @@ import {
   negotiateTableVersion,
   tableColumns,
   toTable,
-} from "../../src/apiserver/wire/table.ts";
+} from "../../src/apiserver/wire/index.ts";
 import {
   configMapDefinition,
   coreEventDefinition,
@@ -17,8 +17,7 @@ import {
   secretDefinition,
   serviceAccountDefinition,
 } from "../../src/registry/builtin/index.ts";
-import { createBuiltinRegistry } from "../../src/registry/registry.ts";
-import type { ResourceDefinition } from "../../src/registry/types.ts";
+import { createBuiltinRegistry, type ResourceDefinition } from "../../src/registry/index.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: Tables are plain JSON under test

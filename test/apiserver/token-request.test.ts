@@ -6,8 +6,8 @@
  */
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
-import { ServiceAccountTokens } from "../../src/apiserver/server/service-account-tokens.ts";
-import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/protobuf.ts";
+import { ServiceAccountTokens } from "../../src/apiserver/server/index.ts";
+import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/index.ts";
 import { request } from "../e2e/helpers/http.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/test-server.ts";

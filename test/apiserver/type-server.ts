@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -24,8 +24,8 @@ import {
   openapiV3Hash,
   openapiV3Index,
 } from "../../src/apiserver/discovery/index.ts";
-import { negotiateTableVersion, toTable } from "../../src/apiserver/wire/table.ts";
-import type { Registry } from "../../src/registry/registry.ts";
+import { negotiateTableVersion, toTable } from "../../src/apiserver/wire/index.ts";
+import type { Registry } from "../../src/registry/index.ts";
 
 export interface RecordedRequest {
   method: string;

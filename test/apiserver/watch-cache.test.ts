@@ -4,12 +4,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_API_LIMITS } from "../../src/apiserver/endpoints/limits.ts";
-import type { CacheEvent, CacheWatcher } from "../../src/apiserver/watchcache/watch-cache.ts";
-import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
-import { createBuiltinRegistry } from "../../src/registry/registry.ts";
-import { UnavailableError } from "../../src/storage/errors.ts";
+import {
+  type CacheEvent,
+  type CacheWatcher,
+  WatchCacheSet,
+} from "../../src/apiserver/watchcache/index.ts";
+import { createBuiltinRegistry } from "../../src/registry/index.ts";
+import {
+  type Store,
+  UnavailableError,
+  type Watch,
+  type WatchEvent,
+  type WatchOptions,
+} from "../../src/storage/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
-import type { Store, Watch, WatchEvent, WatchOptions } from "../../src/storage/store.ts";
 import { configMap, eventually, type Harness, openWatch, startHarness } from "./harness.ts";
 
 /** The real store, counting watches per prefix and able to break the next watch once. */

@@ -8,13 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_API_LIMITS } from "../../src/apiserver/endpoints/limits.ts";
-import type {
-  CacheEvent,
-  CacheWatcher,
-  SharedChunks,
-} from "../../src/apiserver/watchcache/watch-cache.ts";
-import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
-import { createBuiltinRegistry } from "../../src/registry/registry.ts";
+import {
+  type CacheEvent,
+  type CacheWatcher,
+  type SharedChunks,
+  WatchCacheSet,
+} from "../../src/apiserver/watchcache/index.ts";
+import { createBuiltinRegistry } from "../../src/registry/index.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
 import {
   configMap,

@@ -5,7 +5,7 @@ import {
   JSON_SLAB_COMPACT_BELOW,
   JsonSlabs,
   SlabJson,
-} from "../../src/apiserver/watchcache/watch-slabs.ts";
+} from "../../src/apiserver/watchcache/index.ts";
 
 /** A bare piece of JSON in slabs (the cache's entries are pieces with more fields). */
 class Piece extends SlabJson {

@@ -11,15 +11,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { KubeObject } from "@setpoint/api";
 import { RECONCILE_STATS_ANNOTATION } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { matching } from "../../packages/runtime/src/controller/predicates.ts";
 import { TerminalError } from "../../packages/runtime/src/controller/reconciler.ts";
 import { updateStatusIfChanged } from "../../packages/runtime/src/helpers/status.ts";
 import { microTime } from "../../packages/runtime/src/manager/leader-election.ts";
 import type { Manager } from "../../packages/runtime/src/manager/manager.ts";
-import type { DoctorReport } from "../../src/cli/inspect/diagnose.ts";
+import type { DoctorReport } from "../../src/cli/inspect/index.ts";
 import { eventually, sleep } from "../helpers/poll.ts";
 import { startForFile } from "../helpers/test-server.ts";
 import { electedManager, runCli, startWidgetEnv, WIDGET, widget } from "./helpers.ts";

@@ -7,11 +7,12 @@
  * gone, a FinalizerCleared Event recorded), a concurrent change not clobbered,
  * and a Namespace's spec finalizer cleared through /finalize.
  */
+
+import type { KubeObject } from "@setpoint/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { isInvalid, isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import type { Manager } from "../../packages/runtime/src/manager/manager.ts";
-import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
+import { clearPatch, planClear } from "../../src/cli/inspect/index.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile } from "../helpers/test-server.ts";

@@ -8,32 +8,38 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { KubeObject } from "@setpoint/api";
 import { FINALIZERS_ANNOTATION, loadKubeconfig, TERMINAL_ERROR_ACTION } from "@setpoint/runtime";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { applyJsonPatch } from "../../packages/api/src/patch/json.ts";
 import { parseTarget } from "../../src/cli/finalizers.ts";
-import { clearPatch, planClear } from "../../src/cli/inspect/clear.ts";
-import { type DoctorFacts, diagnose, renderReport } from "../../src/cli/inspect/diagnose.ts";
-import { formatAge, parseDuration } from "../../src/cli/inspect/duration.ts";
-import {
-  HOT_LOOP_MIN_WRITES,
-  parseReconcileStats,
-  RECONCILE_STATS_ANNOTATION,
-  reconcileHotKeys,
-  WriteSampler,
-} from "../../src/cli/inspect/hot-loop.ts";
-import { describeIdentity, whoAmI } from "../../src/cli/inspect/identity.ts";
-import { generationLags, lastSpecWrite } from "../../src/cli/inspect/lag.ts";
-import { controllerLeases, leaseInfo } from "../../src/cli/inspect/leases.ts";
-import { resolveResource, type ServedResource } from "../../src/cli/inspect/resources.ts";
 import {
   attributeFinalizer,
+  clearPatch,
+  controllerLeases,
+  type DoctorFacts,
   describeHandling,
+  describeIdentity,
+  diagnose,
+  formatAge,
+  generationLags,
+  HOT_LOOP_MIN_WRITES,
   isUnhandled,
+  lastSpecWrite,
+  leaseInfo,
+  parseDuration,
+  parseReconcileStats,
+  planClear,
+  RECONCILE_STATS_ANNOTATION,
+  recentWarnings,
+  reconcileHotKeys,
+  renderReport,
+  resolveResource,
+  type ServedResource,
   stuckObjects,
-} from "../../src/cli/inspect/stuck.ts";
-import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
+  WriteSampler,
+  whoAmI,
+} from "../../src/cli/inspect/index.ts";
 import { UsageError } from "../../src/cli/open-store.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
 

@@ -8,9 +8,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { KubeObject } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { parseDuration } from "../../src/cli/controller-manager.ts";
 import { CONTROLLER_MANAGER_LEASE } from "../../src/controllers/index.ts";
 import {

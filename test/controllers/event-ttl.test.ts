@@ -5,9 +5,9 @@
  * runs after the informers' first ones.
  */
 
+import type { KubeObject } from "@setpoint/api";
 import { lastOccurrence } from "@setpoint/runtime";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { reduceEvent } from "../../src/controllers/event-ttl.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";

@@ -2,9 +2,10 @@
  * The ownership graph's reverse edges stay exactly what the nodes' owner
  * references say, under any sequence of upserts and removals (fast-check).
  */
+
+import type { OwnerReference } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { OwnerReference } from "../../packages/api/src/meta.ts";
 import { Graph, type GraphNode, sameOwners } from "../../src/controllers/garbagecollector/index.ts";
 
 const UIDS = ["a", "b", "c", "d", "e", "f"];

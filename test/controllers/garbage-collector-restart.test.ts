@@ -3,9 +3,10 @@
  * a new one finishes it; started after owners were deleted (and their names
  * reused) while none ran, it collects exactly the orphans.
  */
+
+import type { KubeObject } from "@setpoint/api";
 import { afterAll, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
+import type { ControllerManager } from "../../src/controllers/index.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { startForFile } from "../helpers/test-server.ts";

@@ -3,8 +3,9 @@
  * in the three propagation policies, names reused with new UIDs, invalid owner
  * references, and the requests it makes per dependent.
  */
+
+import type { KubeObject } from "@setpoint/api";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { GarbageCollector } from "../../src/controllers/index.ts";
 import { installCrd, startTestEnv } from "../../src/testenv/testenv.ts";
 import { schemalessCrd } from "../helpers/crd.ts";

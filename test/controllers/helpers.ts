@@ -4,10 +4,10 @@
  * objects with owner references, and polling with the controllers' longer wait.
  */
 
+import type { KubeObject, OwnerReference } from "@setpoint/api";
 import { type Client, isNotFound, silentLogger } from "@setpoint/runtime";
-import type { KubeObject, OwnerReference } from "../../packages/api/src/meta.ts";
-import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
 import {
+  type ControllerManager,
   type CreateControllerManagerOptions,
   createControllerManager,
 } from "../../src/controllers/index.ts";

@@ -3,12 +3,13 @@
  * name, two managers under leader election (only the leader acts; the standby
  * takes over when it leaves), and the metrics and health endpoints.
  */
+
+import type { KubeObject } from "@setpoint/api";
 import { afterAll, describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import type { ControllerManager } from "../../src/controllers/controller-manager.ts";
 import {
   BUILTIN_CONTROLLER_NAMES,
   CONTROLLER_MANAGER_LEASE,
+  type ControllerManager,
   createControllerManager,
   UnknownControllerError,
 } from "../../src/controllers/index.ts";

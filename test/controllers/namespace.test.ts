@@ -4,9 +4,9 @@
  * Kubernetes' conditions, then finalizes so the namespace goes away.
  */
 
+import type { Condition, KubeObject } from "@setpoint/api";
 import { isForbidden } from "@setpoint/runtime";
 import { describe, expect, it } from "vitest";
-import type { Condition, KubeObject } from "../../packages/api/src/meta.ts";
 import {
   applyConditions,
   deletionConditions,

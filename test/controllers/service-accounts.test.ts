@@ -4,7 +4,7 @@
  * deleted gets none.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_SERVICE_ACCOUNT } from "../../src/controllers/service-accounts.ts";
+import { DEFAULT_SERVICE_ACCOUNT } from "../../src/controllers/index.ts";
 import { startTestEnv } from "../../src/testenv/testenv.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { sleep } from "../helpers/poll.ts";

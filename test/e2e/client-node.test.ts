@@ -22,7 +22,7 @@ import {
   type V1Status,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeKubeconfig } from "../../src/apiserver/server/kubeconfig-yaml.ts";
+import { writeKubeconfig } from "../../src/apiserver/server/index.ts";
 import { TcpProxy } from "../helpers/etcd.ts";
 import { request, until } from "./helpers/http.ts";
 import { type E2eServer, startE2eServer } from "./helpers/server.ts";

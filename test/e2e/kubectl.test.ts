@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { writeKubeconfig } from "../../src/apiserver/server/kubeconfig-yaml.ts";
+import { writeKubeconfig } from "../../src/apiserver/server/index.ts";
 import { request, type Target } from "./helpers/http.ts";
 import { Kubectl } from "./helpers/kubectl.ts";
 import { type RecordingProxy, startRecordingProxy } from "./helpers/recording-proxy.ts";

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeKubeconfig } from "../../src/apiserver/server/kubeconfig-yaml.ts";
+import { writeKubeconfig } from "../../src/apiserver/server/index.ts";
 import { eventually } from "../helpers/poll.ts";
 import { request } from "./helpers/http.ts";
 import { Kubectl } from "./helpers/kubectl.ts";

@@ -1,5 +1,5 @@
 /** CustomResourceDefinitions for tests: kinds whose objects may hold anything. */
-import type { KubeObject } from "../../packages/api/src/meta.ts";
+import type { KubeObject } from "@setpoint/api";
 
 export interface SchemalessCrdOptions {
   /** Default "example.com". */

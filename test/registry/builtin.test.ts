@@ -1,6 +1,5 @@
+import { childSchema, type KubeObject, type Schema } from "@setpoint/api";
 import { describe, expect, it } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { childSchema, type Schema } from "../../packages/api/src/schema.ts";
 import {
   configMapDefinition,
   coreEventDefinition,
@@ -10,7 +9,7 @@ import {
   secretDefinition,
   serviceAccountDefinition,
 } from "../../src/registry/builtin/index.ts";
-import type { ResourceDefinition } from "../../src/registry/types.ts";
+import type { ResourceDefinition } from "../../src/registry/index.ts";
 
 function schemaAt(def: ResourceDefinition, path: string): Schema | undefined {
   let s: Schema | undefined = def.versions[0].schema;

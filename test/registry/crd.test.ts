@@ -1,27 +1,23 @@
+import { deepClone, type KubeObject, type Schema, type StatusCause } from "@setpoint/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { deepClone } from "../../packages/api/src/deep-copy.ts";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
-import type { Schema } from "../../packages/api/src/schema.ts";
-import type { StatusCause } from "../../packages/api/src/status.ts";
-import { compileSchemaRules, validateRules } from "../../src/registry/crd/cel.ts";
-import { crdToDefinition } from "../../src/registry/crd/convert.ts";
-import {
-  CRD_CLEANUP_FINALIZER,
-  customResourceDefinitions,
-} from "../../src/registry/crd/definition.ts";
-import { checkNames } from "../../src/registry/crd/names.ts";
 import {
   applyDefaults,
   applyDefaultsWith,
+  CRD_CLEANUP_FINALIZER,
+  checkNames,
   compileSchema,
+  compileSchemaRules,
+  crdToDefinition,
+  customResourceDefinitions,
   defaultsSkeleton,
   fillReadDefaults,
   MAX_OBJECT_DEPTH,
   pruneUnknownFields,
   validateAgainstSchema,
-} from "../../src/registry/crd/schema.ts";
-import { createBuiltinRegistry } from "../../src/registry/registry.ts";
+  validateRules,
+} from "../../src/registry/crd/index.ts";
+import { createBuiltinRegistry } from "../../src/registry/index.ts";
 
 const webAppSchema: Schema = {
   type: "object",

@@ -6,7 +6,7 @@ import {
   MAX_OBJECT_NODES,
   objectLimitsCause,
   withinObjectLimits,
-} from "../../src/registry/object-limits.ts";
+} from "../../src/registry/index.ts";
 
 /** `leaf` nested `depth` levels down, alternating maps and lists. */
 function nested(depth: number, leaf: unknown): unknown {

@@ -3,8 +3,8 @@ import {
   compareVersionPriority,
   createBuiltinRegistry,
   Registry,
-} from "../../src/registry/registry.ts";
-import type { ResourceDefinition } from "../../src/registry/types.ts";
+  type ResourceDefinition,
+} from "../../src/registry/index.ts";
 
 function widget(
   versions: { name: string; served?: boolean; storage?: boolean }[],

@@ -17,12 +17,16 @@ import {
   ConflictError,
   FutureRevisionError,
   InvalidKeyError,
+  type KeyValue,
+  MAX_KEY_BYTES,
+  MAX_VALUE_BYTES,
   NotFoundError,
+  type Store,
   TooLargeError,
+  type Watch,
+  type WatchEvent,
   WatchOverflowError,
-} from "../../src/storage/errors.ts";
-import type { KeyValue, Store, Watch, WatchEvent } from "../../src/storage/store.ts";
-import { MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../../src/storage/store.ts";
+} from "../../src/storage/index.ts";
 import { compareKeys, type ModelErrorKind, type ModelResult, StoreModel } from "./model.ts";
 
 /** How long a test waits for a watch to deliver what it expects. */

@@ -1,9 +1,9 @@
 /** The etcd backend's key layout and continue tokens (pure functions, no etcd needed). */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InvalidKeyError } from "../../src/storage/errors.ts";
 import { decodeContinue, encodeContinue } from "../../src/storage/etcd/continue-token.ts";
 import { KeySpace, prefixEnd } from "../../src/storage/etcd/key-space.ts";
+import { InvalidKeyError } from "../../src/storage/index.ts";
 
 const inRange = (k: Buffer, r: { key: Buffer; rangeEnd: Buffer }) =>
   Buffer.compare(k, r.key) >= 0 && Buffer.compare(k, r.rangeEnd) < 0;

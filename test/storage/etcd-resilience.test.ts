@@ -6,9 +6,15 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AlreadyExistsError, CompactedError, UnavailableError } from "../../src/storage/errors.ts";
 import { EtcdStore, type EtcdStoreOptions } from "../../src/storage/etcd/index.ts";
-import type { Store, Watch, WatchEvent } from "../../src/storage/store.ts";
+import {
+  AlreadyExistsError,
+  CompactedError,
+  type Store,
+  UnavailableError,
+  type Watch,
+  type WatchEvent,
+} from "../../src/storage/index.ts";
 import {
   describeWithEtcd,
   type EtcdProcess,

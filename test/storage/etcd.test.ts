@@ -5,14 +5,15 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { EtcdClient, EtcdStore } from "../../src/storage/etcd/index.ts";
 import {
   CompactedError,
   FutureRevisionError,
   InvalidKeyError,
   NotFoundError,
-} from "../../src/storage/errors.ts";
-import { EtcdClient, EtcdStore } from "../../src/storage/etcd/index.ts";
-import type { Store, WatchEvent } from "../../src/storage/store.ts";
+  type Store,
+  type WatchEvent,
+} from "../../src/storage/index.ts";
 import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
 import { describeStoreConformance } from "./conformance.ts";
 

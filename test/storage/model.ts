@@ -4,7 +4,7 @@
  * recomputes past state from it; revisions are contiguous from 1. Results are values
  * or the name of the typed error the contract requires.
  */
-import type { KeyValue, WatchEvent } from "../../src/storage/store.ts";
+import type { KeyValue, WatchEvent } from "../../src/storage/index.ts";
 
 export type ModelErrorKind =
   | "AlreadyExistsError"

@@ -1,12 +1,16 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { ClosedError, UnavailableError } from "../../src/storage/errors.ts";
+import {
+  ClosedError,
+  type KeyValue,
+  UnavailableError,
+  type WatchEvent,
+} from "../../src/storage/index.ts";
 import {
   currentWriterThread,
   SqliteStore,
   type SqliteStoreOptions,
   WRITER_THREAD_LINGER_MS,
 } from "../../src/storage/sqlite/index.ts";
-import type { KeyValue, WatchEvent } from "../../src/storage/store.ts";
 import { tempDir } from "./fixtures/files.ts";
 
 const tmp = tempDir("setpoint-sqlite-thread-");

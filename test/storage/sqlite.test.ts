@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { AlreadyExistsError, CompactedError } from "../../src/storage/errors.ts";
+import { AlreadyExistsError, CompactedError } from "../../src/storage/index.ts";
 import { SqliteStore, type SqliteStoreOptions } from "../../src/storage/sqlite/index.ts";
 import { describeStoreConformance } from "./conformance.ts";
 import { eventually, tempDir } from "./fixtures/files.ts";

@@ -3,8 +3,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { KubeObject } from "@setpoint/api";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { isNotFound } from "../../packages/runtime/src/client/errors.ts";
 import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 

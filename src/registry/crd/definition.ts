@@ -25,7 +25,7 @@ import { kindSchema, time } from "../builtin/meta-schemas.ts";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { isObject } from "./paths.ts";
-import { schemaCauses } from "./structural.ts";
+import { structuralSchemaCauses } from "./structural.ts";
 import {
   APIEXTENSIONS_GROUP,
   type CrdColumn,
@@ -625,7 +625,7 @@ export function specCauses(spec: CrdSpec): StatusCause[] {
       const base = sharedSchema
         ? "spec.validation.openAPIV3Schema"
         : `${vp}.schema.openAPIV3Schema`;
-      out.push(...schemaCauses(v.schema.openAPIV3Schema, base, statusOn));
+      out.push(...structuralSchemaCauses(v.schema.openAPIV3Schema, base, statusOn));
     }
     if (!sharedSub || i === 0) {
       out.push(

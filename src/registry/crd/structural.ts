@@ -66,7 +66,11 @@ const ROOT_FIELDS_WITH_STATUS = new Set([
  * OpenAPI and structural errors first; defaults and CEL rules only when the schema
  * itself is sound.
  */
-export function schemaCauses(schema: Schema, path: string, statusEnabled: boolean): StatusCause[] {
+export function structuralSchemaCauses(
+  schema: Schema,
+  path: string,
+  statusEnabled: boolean,
+): StatusCause[] {
   const causes: StatusCause[] = [];
   const raw = schema as Raw;
   if (statusEnabled) {

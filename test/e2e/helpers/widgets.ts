@@ -6,8 +6,11 @@
  * such conditions, and `kubectl wait --for=condition` needs them.
  */
 import { objectMetaProperty } from "../../../src/registry/builtin/meta-schemas.ts";
-import { createBuiltinRegistry, type Registry } from "../../../src/registry/registry.ts";
-import type { ResourceDefinition } from "../../../src/registry/types.ts";
+import {
+  createBuiltinRegistry,
+  type Registry,
+  type ResourceDefinition,
+} from "../../../src/registry/index.ts";
 
 export const WIDGET_GROUP = "e2e.setpoint.dev";
 export const WIDGET_VERSION = "v1";

@@ -1,0 +1,18 @@
+/**
+ * Between HTTP bodies and objects: decoding request bodies (decode.ts: JSON, YAML,
+ * and Kubernetes protobuf in protobuf.ts with the message definitions in
+ * protobuf/), reading a body against its type's schema (body.ts, schema-walk.ts),
+ * objects in storage and on the wire (codec.ts), choosing and rendering the
+ * response representation (media-range.ts, negotiate.ts, render.ts, table.ts), and
+ * writing responses, errors and warnings (response.ts).
+ */
+export * from "./body.ts";
+export * from "./codec.ts";
+export * from "./decode.ts";
+export * from "./media-range.ts";
+export * from "./negotiate.ts";
+export * from "./protobuf.ts";
+export * from "./render.ts";
+export * from "./response.ts";
+export * from "./schema-walk.ts";
+export * from "./table.ts";
