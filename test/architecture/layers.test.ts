@@ -7,8 +7,9 @@
  * 2. Layer order: each area (a package, or a top-level folder of src/) imports only
  *    the areas below it in LAYERS. packages/api is the lowest; storage and registry
  *    build on it; the apiserver on those three; the runtime package on api only; the
- *    built-in controllers on the runtime and api; cli and testenv compose everything
- *    and nothing in src/ or packages/ imports them (only bin/ and the tests do).
+ *    built-in controllers on the runtime and api; controlplane (the composition
+ *    root) composes those; cli and testenv compose everything, and nothing in src/
+ *    or packages/ imports them (only bin/ and the tests do).
  * 3. Packages never import src/.
  * 4. Every area is in LAYERS: a new top-level folder has to say where it sits.
  */
@@ -26,6 +27,15 @@ const LAYERS: Record<string, readonly string[]> = {
   "src/apiserver": ["packages/api", "src/storage", "src/registry"],
   "packages/runtime": ["packages/api"],
   "src/controllers": ["packages/api", "packages/runtime"],
+  // The composition root: starts a whole control plane; cli and testenv build on it.
+  "src/controlplane": [
+    "packages/api",
+    "packages/runtime",
+    "src/storage",
+    "src/registry",
+    "src/apiserver",
+    "src/controllers",
+  ],
   "src/testenv": [
     "packages/api",
     "packages/runtime",
@@ -33,6 +43,7 @@ const LAYERS: Record<string, readonly string[]> = {
     "src/registry",
     "src/apiserver",
     "src/controllers",
+    "src/controlplane",
   ],
   "src/cli": [
     "packages/api",
@@ -41,6 +52,7 @@ const LAYERS: Record<string, readonly string[]> = {
     "src/registry",
     "src/apiserver",
     "src/controllers",
+    "src/controlplane",
   ],
 };
 
