@@ -6,8 +6,13 @@
  * finish deleting, as on a real cluster. Controllers under test talk to it through
  * the same client they use in production. Starting one takes tens of milliseconds.
  *
- * It composes the apiserver, the runtime and the built-in controllers; none of
- * those layers imports it.
+ * The server answers on the test's own event loop: a test that blocks that loop
+ * while waiting for it (`execFileSync("kubectl", ...)`) hangs. Such a test asks for
+ * `process: "child"`, and the control plane runs in a child process of its own
+ * (child-process.ts).
+ *
+ * It starts the control plane through the composition root (src/controlplane/),
+ * as `setpoint up` does; none of the layers it composes imports it.
  *
  * ```ts
  * const env = await startTestEnv();
@@ -20,12 +25,11 @@ import type { KubeObject } from "@setpoint/api";
 import { type Client, createLogger, type RestConfig, silentLogger } from "@setpoint/runtime";
 import {
   BUILTIN_CONTROLLER_NAMES,
-  type ControllerManager,
   checkControllerNames,
-  createControllerManager,
   GARBAGE_COLLECTOR,
   NAMESPACE_CONTROLLER,
 } from "../controllers/index.ts";
+import { startTestEnvInChild } from "./child-process.ts";
 import { startControlPlane } from "./controlplane.ts";
 
 /** Built-in controllers a test environment runs unless told otherwise. */
@@ -48,6 +52,14 @@ export interface TestEnvOptions {
    * "event-ttl", "serviceaccount").
    */
   controllers?: boolean | readonly string[];
+  /**
+   * Where the control plane runs: "self" (default), in this process, on its event
+   * loop; "child", in a child process of its own, for tests that block this
+   * process's event loop while the server must answer (`execFileSync("kubectl",
+   * ...)`, spawnSync, synchronous HTTP): in process those hang. A child takes
+   * longer to start (a second or more).
+   */
+  process?: "self" | "child";
 }
 
 export interface TestEnv {
@@ -75,29 +87,24 @@ function controllersToRun(opt: TestEnvOptions["controllers"]): readonly string[]
 
 export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
   const run = controllersToRun(opts.controllers);
+  if (opts.process === "child") return startTestEnvInChild(opts);
   const plane = await startControlPlane({
     ...(opts.storage ? { storage: opts.storage } : {}),
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
+    ...(run.length > 0
+      ? {
+          controllers: {
+            disabled: BUILTIN_CONTROLLER_NAMES.filter((name) => !run.includes(name)),
+            logger: process.env.SETPOINT_TESTENV_LOG
+              ? createLogger({ level: "debug" })
+              : silentLogger(),
+          },
+        }
+      : {}),
   });
   const { url, config, client, kubeconfigPath } = plane;
-  let builtins: ControllerManager | undefined;
-
-  const stop = async (): Promise<void> => {
-    await builtins?.stop();
-    await plane.stop();
-  };
-
+  const stop = (): Promise<void> => plane.stop();
   try {
-    if (run.length > 0) {
-      builtins = createControllerManager({
-        restConfig: config,
-        logger: process.env.SETPOINT_TESTENV_LOG
-          ? createLogger({ level: "debug" })
-          : silentLogger(),
-        disabled: BUILTIN_CONTROLLER_NAMES.filter((name) => !run.includes(name)),
-      });
-      await builtins.start();
-    }
     for (const crd of opts.crds ?? []) await installCrd(client, crd);
   } catch (err) {
     await stop();

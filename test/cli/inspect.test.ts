@@ -34,8 +34,8 @@ import {
   stuckObjects,
 } from "../../src/cli/inspect/stuck.ts";
 import { recentWarnings } from "../../src/cli/inspect/warnings.ts";
-import { UsageError } from "../../src/cli/open-store.ts";
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
+import { UsageError } from "../../src/cli/usage-error.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();

@@ -69,11 +69,18 @@ describe("durations", () => {
 });
 
 describe("setpoint controller-manager", () => {
-  it("refuses an unknown controller name, naming the known ones", async () => {
-    const r = await runSetpoint(["controller-manager", "--disable", "gc"]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unknown controller "gc"');
-    expect(r.stderr).toContain("garbage-collector, namespace, event-ttl, serviceaccount");
+  it("refuses an unknown controller name, naming the known ones, under either flag name", async () => {
+    // --disable-controllers as on `setpoint up`; --disable is its deprecated old name.
+    const results = await Promise.all([
+      runSetpoint(["controller-manager", "--disable-controllers", "gc"]),
+      runSetpoint(["controller-manager", "--disable", "gc"]),
+      runSetpoint(["up", "--disable-controllers", "gc"]),
+    ]);
+    for (const r of results) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('unknown controller "gc"');
+      expect(r.stderr).toContain("garbage-collector, namespace, event-ttl, serviceaccount");
+    }
   });
 
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
@@ -97,7 +104,7 @@ describe("setpoint controller-manager", () => {
         "--kubeconfig",
         proc.kubeconfig,
         "--leader-elect",
-        "--disable",
+        "--disable-controllers",
         "event-ttl",
         "--health-addr",
         "127.0.0.1:0",
