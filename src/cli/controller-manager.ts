@@ -15,6 +15,7 @@ import {
   DEFAULT_EVENT_TTL_MS,
   UnknownControllerError,
 } from "../controllers/index.ts";
+import { listenFailure } from "../controlplane/errors.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -76,6 +77,13 @@ export function parseControllerList(text: string | undefined): string[] {
     .filter(Boolean);
   checkControllerNames(names);
   return names;
+}
+
+/** Whether the flag's HOST:PORT (or :PORT) names the address "HOST:PORT" that failed. */
+function sameAddress(flag: string | undefined, failed: string): boolean {
+  if (!flag) return false;
+  const port = failed.slice(failed.lastIndexOf(":") + 1);
+  return flag.slice(flag.lastIndexOf(":") + 1) === port;
 }
 
 export async function controllerManager(argv: string[]): Promise<number> {
@@ -145,7 +153,26 @@ async function run(argv: string[]): Promise<number> {
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  await cm.start(stop.signal);
+  try {
+    await cm.start(stop.signal);
+  } catch (err) {
+    const failed = listenFailure(
+      err,
+      (err as { address?: string }).address ?? "",
+      (err as { port?: number }).port ?? 0,
+    );
+    if (!failed) throw err;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    // The address is the metrics' or the health endpoints': name the flag that sets it.
+    const flag = sameAddress(values["metrics-addr"], failed.subject)
+      ? "--metrics-addr"
+      : "--health-addr";
+    process.stderr.write(
+      `setpoint controller-manager: ${failed.message}; serve on another address with ${flag} HOST:PORT\n`,
+    );
+    return 1;
+  }
   const where = [
     cm.manager.metricsAddress ? `metrics on ${cm.manager.metricsAddress}` : "",
     cm.manager.healthAddress ? `health on ${cm.manager.healthAddress}` : "",
