@@ -1,11 +1,14 @@
 /**
  * Opens the control plane's store: SQLite (a file in the data dir, or in memory) or
- * etcd. The backends are loaded on demand, each pulling in its own driver. Failures a
+ * etcd. The etcd backend (and its gRPC driver) is loaded only when asked for; SQLite,
+ * the default, is imported up front (a dynamic import per start costs milliseconds
+ * under a TypeScript loader, which the test environment pays on every start). Failures a
  * person can fix (the file is held by another process or unusable, etcd does not
  * answer) become StartupErrors naming the pid, the file or the endpoints tried.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { SqliteOpenError, SqliteStore } from "../storage/sqlite/index.ts";
 import type { Store } from "../storage/store.ts";
 import type { CreatedFiles } from "./created-files.ts";
 import { StartupError } from "./errors.ts";
@@ -56,7 +59,6 @@ export async function openStore(
       });
     }
   }
-  const { SqliteOpenError, SqliteStore } = await import("../storage/sqlite/index.ts");
   const path = opts.file === false ? ":memory:" : join(dir, SQLITE_FILE);
   const isNew = path !== ":memory:" && !existsSync(path);
   let store: Store;
