@@ -2,9 +2,9 @@
  * `setpoint up` when a start cannot succeed, and how it logs when it does: real
  * processes (`node bin/setpoint.mjs up`) on temporary data dirs. A failure a person
  * can fix (the address is in use, the data dir is held by another process, etcd
- * does not answer) is one line naming what to change, exit 1, no stack trace, and a
- * failed first start leaves no data dir behind; a failed restart leaves the data dir
- * as it was. Logs are readable lines with --log-format text and JSON otherwise; with
+ * does not answer, the store file is not one) is one line naming what to change,
+ * exit 1, no stack trace, and a failed first start leaves no data dir behind; a
+ * failed restart leaves the data dir as it was. Logs are readable lines with --log-format text and JSON otherwise; with
  * stdout and stderr in one file, that file is JSON lines only.
  */
 import { spawn } from "node:child_process";
@@ -16,6 +16,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  writeFileSync,
 } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -137,6 +138,27 @@ describe("setpoint up: a start that cannot succeed", () => {
       );
       expectOneLine(r, /is already in use/);
       expect(readdirSync(dataDir).sort()).toEqual(before);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "refuses a data dir whose state.db is not a store, touching nothing in it",
+    async () => {
+      const dataDir = tempDir("setpoint-start-foreign-");
+      writeFileSync(join(dataDir, "state.db"), "not a database, but someone's file\n");
+      const r = await runSetpoint(
+        ["up", "--data-dir", dataDir, "--listen", "127.0.0.1:0"],
+        FAIL_TIMEOUT_MS,
+      );
+      expectOneLine(
+        r,
+        new RegExp(`cannot open store ${dataDir}/state\\.db: .*not a SQLite database.*--data-dir`),
+      );
+      expect(readdirSync(dataDir)).toEqual(["state.db"]);
+      expect(readFileSync(join(dataDir, "state.db"), "utf8")).toBe(
+        "not a database, but someone's file\n",
+      );
     },
     TEST_TIMEOUT_MS,
   );
