@@ -160,6 +160,18 @@ export async function up(argv: string[]): Promise<number> {
     }
   }
 
+  // Signals are taken from here on: one during the start lets the start finish (or
+  // fail and clean up) and then stops, so an interrupted first start does not leave
+  // a half-made data dir. A second one has the default effect and ends the process.
+  let signalled: string | undefined;
+  let wake = (): void => {};
+  const onSignal = (signal: string): void => {
+    signalled ??= signal;
+    wake();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
   let plane: ControlPlane;
   try {
     plane = await startControlPlane({
@@ -183,22 +195,21 @@ export async function up(argv: string[]): Promise<number> {
           },
     });
   } catch (err) {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     if (!(err instanceof StartupError)) throw err;
     logger.flush?.();
     process.stderr.write(`setpoint up: ${startupMessage(err, dataDir)}\n`);
     return 1;
   }
 
-  printBanner(plane, values.storage, logger, format);
-
-  await new Promise<void>((done) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, "shutting down");
-      done();
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
+  if (signalled === undefined) {
+    printBanner(plane, values.storage, logger, format);
+    await new Promise<void>((done) => {
+      wake = done;
+    });
+  }
+  logger.info({ signal: signalled }, "shutting down");
   await plane.stop();
   return 0;
 }
