@@ -20,20 +20,14 @@
  * It talks to the parent over IPC: it sends `{ type: "ready", url, ca? }` once it
  * listens, and answers `{ type: "canned", ... }` and `{ type: "stats" }` messages.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
-import {
-  ensureSystemNamespaces,
-  generateTlsMaterial,
-  startApiServer,
-  type TlsMaterial,
-} from "../../src/apiserver/server/index.ts";
-import { SqliteStore } from "../../src/storage/sqlite/index.ts";
+import { generateTlsMaterial } from "../../src/apiserver/server/index.ts";
+import { startControlPlane } from "../../src/controlplane/index.ts";
 
 /** Messages from the parent. */
 export type ToChild =
@@ -132,30 +126,25 @@ async function main(): Promise<void> {
   const mode = process.argv[2];
   const useTls = process.argv.includes("--tls");
   const durable = !process.argv.includes("--volatile");
-  const tls: TlsMaterial | undefined = useTls
-    ? await generateTlsMaterial(["127.0.0.1"])
-    : undefined;
   let stop: () => Promise<void>;
   let url: string;
+  let ca: string | undefined;
   let onCanned: (msg: Extract<ToChild, { type: "canned" }>) => void = () => {};
 
   if (mode === "api") {
-    const dir = mkdtempSync(join(tmpdir(), "setpoint-bench-api-"));
-    const store = SqliteStore.open(join(dir, "state.db"), { durable });
-    const server = await startApiServer({
-      store,
-      host: "127.0.0.1",
-      port: 0,
-      ...(tls ? { tls } : {}),
+    // The composition root `setpoint up` uses, on a SQLite file in a temporary dir,
+    // without authentication and without the built-in controllers.
+    const plane = await startControlPlane({
+      storage: { backend: "sqlite", durable },
+      tls: useTls,
+      auth: false,
     });
-    await ensureSystemNamespaces({ url: server.url, ...(tls ? { caCert: tls.caCert } : {}) });
-    url = server.url;
-    stop = async () => {
-      await server.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    };
+    url = plane.url;
+    ca = plane.caCert;
+    stop = () => plane.stop();
   } else if (mode === "bare") {
+    const tls = useTls ? await generateTlsMaterial(["127.0.0.1"]) : undefined;
+    ca = tls?.caCert;
     const bare = bareHandler();
     onCanned = bare.canned;
     const server = tls
@@ -224,7 +213,7 @@ async function main(): Promise<void> {
     }
   });
   process.on("disconnect", () => void stop().then(() => process.exit(0)));
-  send({ type: "ready", url, ...(tls ? { ca: tls.caCert } : {}) });
+  send({ type: "ready", url, ...(ca ? { ca } : {}) });
 }
 
 await main();

@@ -6,7 +6,6 @@
  */
 import { parseArgs } from "node:util";
 import { KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
-import { pino } from "pino";
 import {
   BUILTIN_CONTROLLER_NAMES,
   CONTROLLER_MANAGER_LEASE,
@@ -16,6 +15,9 @@ import {
   DEFAULT_EVENT_TTL_MS,
   UnknownControllerError,
 } from "../controllers/index.ts";
+import { listenFailure } from "../controlplane/errors.ts";
+import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
+import { UsageError } from "./usage-error.ts";
 
 export const CONTROLLER_MANAGER_USAGE = `Usage: setpoint controller-manager [--kubeconfig FILE] [flags]
 
@@ -26,14 +28,14 @@ Flags:
   --kubeconfig FILE          kubeconfig of the API server (default: $KUBECONFIG,
                              the pod's service account, then ~/.kube/config)
   --context NAME             kubeconfig context to use
-  --disable NAME,...         built-in controllers not to run
+  --disable-controllers NAME,...  built-in controllers not to run (as on \`setpoint up\`;
+                             --disable is its deprecated old name)
   --leader-elect             act only while holding the Lease
                              ${CONTROLLER_MANAGER_LEASE_NAMESPACE}/${CONTROLLER_MANAGER_LEASE} (for several replicas)
   --metrics-addr HOST:PORT   serve /metrics there (off when unset)
   --health-addr HOST:PORT    serve /healthz and /readyz there (off when unset)
   --event-ttl DURATION       how long an Event lives after its latest occurrence (default 1h)
-  --log-level LEVEL          trace, debug, info, warn, error (default info)
-`;
+${logUsage(29)}`;
 
 /** A bad command line. */
 export class ControllerManagerUsageError extends Error {
@@ -77,12 +79,20 @@ export function parseControllerList(text: string | undefined): string[] {
   return names;
 }
 
+/** Whether the flag's HOST:PORT (or :PORT) names the address "HOST:PORT" that failed. */
+function sameAddress(flag: string | undefined, failed: string): boolean {
+  if (!flag) return false;
+  const port = failed.slice(failed.lastIndexOf(":") + 1);
+  return flag.slice(flag.lastIndexOf(":") + 1) === port;
+}
+
 export async function controllerManager(argv: string[]): Promise<number> {
   try {
     return await run(argv);
   } catch (err) {
     if (
       err instanceof ControllerManagerUsageError ||
+      err instanceof UsageError ||
       err instanceof UnknownControllerError ||
       err instanceof KubeconfigError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
@@ -102,12 +112,14 @@ async function run(argv: string[]): Promise<number> {
     options: {
       kubeconfig: { type: "string" },
       context: { type: "string" },
+      "disable-controllers": { type: "string" },
+      // Deprecated: the old name of --disable-controllers.
       disable: { type: "string" },
       "leader-elect": { type: "boolean", default: false },
       "metrics-addr": { type: "string" },
       "health-addr": { type: "string" },
       "event-ttl": { type: "string" },
-      "log-level": { type: "string", default: "info" },
+      ...LOG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -116,10 +128,15 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(CONTROLLER_MANAGER_USAGE);
     return 0;
   }
-  const disabled = parseControllerList(values.disable);
+  const disabled = parseControllerList(
+    [values["disable-controllers"], values.disable].filter(Boolean).join(","),
+  );
   const ttlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : DEFAULT_EVENT_TTL_MS;
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
-  const logger = pino({ level: values["log-level"] }, pino.destination(2));
+  const { logger } = createCliLogger(values);
+  if (values.disable !== undefined) {
+    logger.warn("--disable is deprecated: use --disable-controllers, as on `setpoint up`");
+  }
   const cm = createControllerManager({
     restConfig,
     disabled,
@@ -136,7 +153,26 @@ async function run(argv: string[]): Promise<number> {
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  await cm.start(stop.signal);
+  try {
+    await cm.start(stop.signal);
+  } catch (err) {
+    const failed = listenFailure(
+      err,
+      (err as { address?: string }).address ?? "",
+      (err as { port?: number }).port ?? 0,
+    );
+    if (!failed) throw err;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    // The address is the metrics' or the health endpoints': name the flag that sets it.
+    const flag = sameAddress(values["metrics-addr"], failed.subject)
+      ? "--metrics-addr"
+      : "--health-addr";
+    process.stderr.write(
+      `setpoint controller-manager: ${failed.message}; serve on another address with ${flag} HOST:PORT\n`,
+    );
+    return 1;
+  }
   const where = [
     cm.manager.metricsAddress ? `metrics on ${cm.manager.metricsAddress}` : "",
     cm.manager.healthAddress ? `health on ${cm.manager.healthAddress}` : "",

@@ -35,8 +35,8 @@ import type { ServedResource } from "./inspect/resources.ts";
 import { sampleWrites } from "./inspect/sample.ts";
 import { stuckObjects } from "./inspect/stuck.ts";
 import { DEFAULT_WARNING_WINDOW_MS, recentWarnings } from "./inspect/warnings.ts";
-import { UsageError } from "./open-store.ts";
 import { note, parseOutputFormat, print, renderJson } from "./output.ts";
+import { UsageError } from "./usage-error.ts";
 
 /** Default: objects behind their spec for this long are reported. */
 export const DEFAULT_LAG_THRESHOLD = "5m";

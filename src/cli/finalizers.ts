@@ -45,8 +45,8 @@ import {
   specFinalizers,
   stuckObjects,
 } from "./inspect/stuck.ts";
-import { UsageError } from "./open-store.ts";
 import { note, parseOutputFormat, print, renderJson, renderTable } from "./output.ts";
+import { UsageError } from "./usage-error.ts";
 
 export const FINALIZERS_USAGE = `Usage:
   setpoint finalizers list [--older-than DURATION] [-A | -n NAMESPACE] [-o json]

@@ -2,8 +2,8 @@
 import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
-import { UsageError } from "./open-store.ts";
 import { UP_USAGE, up } from "./up.ts";
+import { UsageError } from "./usage-error.ts";
 
 export const USAGE = `Usage: setpoint <command> [flags]
 

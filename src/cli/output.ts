@@ -3,7 +3,7 @@
  * upper-case headers, columns separated by three spaces, cells may span several
  * lines), or one JSON document with `-o json` for scripts.
  */
-import { UsageError } from "./open-store.ts";
+import { UsageError } from "./usage-error.ts";
 
 /** The output formats the inspection commands accept with `-o`. */
 export type OutputFormat = "table" | "json";

@@ -1,29 +1,39 @@
 /**
- * `setpoint up`: runs the control plane. Opens storage, serves the Kubernetes API
- * over https with a generated CA and admin token (and ServiceAccount tokens signed
- * with the data dir's service-account.key), creates the system namespaces,
- * writes a kubeconfig, and shuts down cleanly on SIGINT/SIGTERM.
+ * `setpoint up`: runs the control plane (startControlPlane, src/controlplane/) from
+ * its flags: storage, the apiserver over https with the data dir's CA, admin token
+ * and ServiceAccount key, the system namespaces, the built-in controllers, the
+ * kubeconfig. Prints where it serves and the `export KUBECONFIG=...` line, and shuts
+ * down cleanly on SIGINT/SIGTERM. A start that fails for a reason a person can fix
+ * (the address is in use, the data dir is held by another process, etcd does not
+ * answer) prints one line naming the flag to change and exits 1.
+ *
+ * Logs go to stderr (logging.ts). The banner goes to stdout; with JSON logs it is
+ * also one log record (msg "serving"), and when stdout and stderr are one file it
+ * is only that record, so the output is JSON lines only.
  */
 
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { pino } from "pino";
+import type { Logger } from "pino";
+import { parseTokenFile, TokenFileError, type UserInfo } from "../apiserver/server/auth.ts";
+import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
+import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
 import {
-  loadOrCreateToken,
-  parseTokenFile,
-  TokenAuthenticator,
-  TokenFileError,
-  type UserInfo,
-} from "../apiserver/server/auth.ts";
-import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
-import { loadOrCreateTlsMaterial } from "../apiserver/server/certs.ts";
-import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
-import { DEFAULT_KUBERNETES_MINOR, startApiServer } from "../apiserver/server/server.ts";
-import type { ControllerManager } from "../controllers/controller-manager.ts";
-import { BUILTIN_CONTROLLER_NAMES, createControllerManager } from "../controllers/index.ts";
+  type ControlPlane,
+  StartupError,
+  type StorageOptions,
+  startControlPlane,
+} from "../controlplane/index.ts";
 import { parseControllerList, parseDuration } from "./controller-manager.ts";
-import { openStore, UsageError } from "./open-store.ts";
+import {
+  createCliLogger,
+  LOG_OPTIONS,
+  type LogFormat,
+  logUsage,
+  stdoutIsStderr,
+} from "./logging.ts";
+import { UsageError } from "./usage-error.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
 
@@ -38,14 +48,10 @@ Flags:
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
   --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
-  --log-level LEVEL           trace, debug, info, warn, error (default info)
   --no-controllers            do not run the built-in controllers in this process
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
   --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
-`;
-
-/** The file in the data dir holding the ServiceAccount token signing key (0600). */
-export const SERVICE_ACCOUNT_KEY_FILE = "service-account.key";
+${logUsage(30)}`;
 
 export function parseListen(s: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s);
@@ -64,26 +70,66 @@ export function parseKubernetesVersion(s: string): number {
   return minor;
 }
 
+/** The flags of `up`, for parseArgs. */
+const UP_OPTIONS = {
+  "data-dir": { type: "string", default: ".setpoint" },
+  storage: { type: "string", default: "sqlite" },
+  "etcd-endpoints": { type: "string" },
+  "etcd-prefix": { type: "string", default: "/setpoint/" },
+  listen: { type: "string", default: "127.0.0.1:6443" },
+  "tls-san": { type: "string", default: "" },
+  "token-auth-file": { type: "string" },
+  "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
+  ...LOG_OPTIONS,
+  "no-controllers": { type: "boolean", default: false },
+  "disable-controllers": { type: "string" },
+  "event-ttl": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** `--storage` and its etcd flags as the control plane's storage options. */
+export function parseStorage(values: {
+  storage: string;
+  "etcd-endpoints"?: string;
+  "etcd-prefix": string;
+}): StorageOptions {
+  switch (values.storage) {
+    case "sqlite":
+      return { backend: "sqlite" };
+    case "etcd": {
+      const endpoints = (values["etcd-endpoints"] ?? "")
+        .split(",")
+        .map((e) => e.trim())
+        .filter(Boolean);
+      if (endpoints.length === 0) {
+        throw new UsageError("--storage etcd needs --etcd-endpoints URL[,URL...]");
+      }
+      return { backend: "etcd", endpoints, prefix: values["etcd-prefix"] };
+    }
+    default:
+      throw new UsageError(
+        `unknown --storage ${JSON.stringify(values.storage)}: use sqlite or etcd`,
+      );
+  }
+}
+
+/** The one line a failed start prints: what went wrong and the flag that changes it. */
+export function startupMessage(err: StartupError, dataDir: string): string {
+  switch (err.failure) {
+    case "address-in-use":
+    case "address-unavailable":
+      return `${err.message}; serve on another address with --listen HOST:PORT`;
+    case "store-locked":
+      return `the data dir ${dataDir} is in use: ${err.message.replace(/^cannot open store \S+: /, "")}; stop that process or use another --data-dir`;
+    case "store-unusable":
+      return `${err.message}; use another --data-dir`;
+    case "etcd-unreachable":
+      return `${err.message}; check that etcd runs there, or set --etcd-endpoints`;
+  }
+}
+
 export async function up(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      "data-dir": { type: "string", default: ".setpoint" },
-      storage: { type: "string", default: "sqlite" },
-      "etcd-endpoints": { type: "string" },
-      "etcd-prefix": { type: "string", default: "/setpoint/" },
-      listen: { type: "string", default: "127.0.0.1:6443" },
-      "tls-san": { type: "string", default: "" },
-      "token-auth-file": { type: "string" },
-      "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
-      "log-level": { type: "string", default: "info" },
-      "no-controllers": { type: "boolean", default: false },
-      "disable-controllers": { type: "string" },
-      "event-ttl": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-    strict: true,
-  });
+  const { values } = parseArgs({ args: argv, options: UP_OPTIONS, strict: true });
   if (values.help) {
     process.stdout.write(UP_USAGE);
     return 0;
@@ -91,7 +137,8 @@ export async function up(argv: string[]): Promise<number> {
   const dataDir = resolve(values["data-dir"]);
   const { host, port } = parseListen(values.listen);
   const kubernetesMinor = parseKubernetesVersion(values["kubernetes-version"]);
-  const logger = pino({ level: values["log-level"] }, pino.destination(2));
+  const storage = parseStorage(values);
+  const { logger, format } = createCliLogger(values);
   let disabledControllers: string[];
   let eventTtlMs: number | undefined;
   try {
@@ -113,73 +160,83 @@ export async function up(argv: string[]): Promise<number> {
     }
   }
 
-  const store = await openStore({
-    storage: values.storage,
-    dataDir,
-    etcdEndpoints: values["etcd-endpoints"],
-    etcdPrefix: values["etcd-prefix"],
-  });
-  const sans = values["tls-san"].split(",").filter(Boolean);
-  if (host !== "0.0.0.0" && host !== "::") sans.push(host);
-  const tls = await loadOrCreateTlsMaterial(dataDir, sans);
-  const token = await loadOrCreateToken(resolve(dataDir, "admin-token"));
-  const admin = { name: "admin", groups: ["system:masters"] };
-  // The key ServiceAccount tokens are signed with (`kubectl create token`).
-  const serviceAccountKey = await loadOrCreateToken(resolve(dataDir, SERVICE_ACCOUNT_KEY_FILE));
+  // Signals are taken from here on: one during the start lets the start finish (or
+  // fail and clean up) and then stops, so an interrupted first start does not leave
+  // a half-made data dir. A second one has the default effect and ends the process.
+  let signalled: string | undefined;
+  let wake = (): void => {};
+  const onSignal = (signal: string): void => {
+    signalled ??= signal;
+    wake();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
 
-  const server = await startApiServer({
-    store,
-    host,
-    port,
-    tls,
-    authenticator: new TokenAuthenticator([[token, admin], ...extraTokens]),
-    serviceAccountKey,
-    kubernetesMinor,
-    logger,
-  });
-  await ensureSystemNamespaces({
-    url: server.url,
-    caCert: tls.caCert,
-    ...(server.loopbackToken ? { token: server.loopbackToken } : {}),
-  });
-  const kubeconfig = resolve(dataDir, "kubeconfig");
-  await writeKubeconfig(kubeconfig, { server: server.url, caCert: tls.caCert, token });
-
-  // The built-in controllers, in process, as loopback clients of the API. They
-  // campaign for the controller managers' Lease, so a separate
-  // `setpoint controller-manager --leader-elect` can stand by beside them.
-  let controllers: ControllerManager | undefined;
-  if (!values["no-controllers"]) {
-    controllers = createControllerManager({
-      restConfig: {
-        server: server.url,
-        ca: Buffer.from(tls.caCert),
-        ...(server.loopbackToken ? { token: server.loopbackToken } : {}),
-      },
-      disabled: disabledControllers,
-      leaderElection: true,
-      eventTtl: eventTtlMs ? { ttlMs: eventTtlMs } : undefined,
-      logger: logger.child({ component: "controller-manager" }),
+  let plane: ControlPlane;
+  try {
+    plane = await startControlPlane({
+      dataDir,
+      storage,
+      host,
+      port,
+      tlsSans: values["tls-san"].split(",").filter(Boolean),
+      extraTokens,
+      kubernetesMinor,
+      logger,
+      // The built-in controllers, in process, as loopback clients of the API. They
+      // campaign for the controller managers' Lease, so a separate
+      // `setpoint controller-manager --leader-elect` can stand by beside them.
+      controllers: values["no-controllers"]
+        ? false
+        : {
+            disabled: disabledControllers,
+            leaderElection: true,
+            ...(eventTtlMs ? { eventTtlMs } : {}),
+          },
     });
-    await controllers.start();
+  } catch (err) {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    if (!(err instanceof StartupError)) throw err;
+    logger.flush?.();
+    process.stderr.write(`setpoint up: ${startupMessage(err, dataDir)}\n`);
+    return 1;
   }
 
-  process.stdout.write(
-    `Setpoint is serving at ${server.url} (storage: ${values.storage})\n` +
-      `export KUBECONFIG=${kubeconfig}\n` +
-      `Built-in controllers: ${controllers ? controllers.names.join(", ") || "none" : "off"}\n`,
-  );
-
-  await new Promise<void>((done) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, "shutting down");
-      done();
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-  await controllers?.stop();
-  await server.close();
-  await store.close();
+  if (signalled === undefined) {
+    printBanner(plane, values.storage, logger, format);
+    await new Promise<void>((done) => {
+      wake = done;
+    });
+  }
+  logger.info({ signal: signalled }, "shutting down");
+  await plane.stop();
   return 0;
+}
+
+/** Where it serves and the `export KUBECONFIG=...` line; see the module comment. */
+function printBanner(
+  plane: ControlPlane,
+  storage: string,
+  logger: Logger,
+  format: LogFormat,
+): void {
+  const controllers = plane.controllers ? plane.controllers.names : undefined;
+  if (format === "json") {
+    logger.info(
+      {
+        url: plane.url,
+        storage,
+        kubeconfig: plane.kubeconfigPath,
+        controllers: controllers ?? null,
+      },
+      "serving",
+    );
+    if (stdoutIsStderr()) return;
+  }
+  process.stdout.write(
+    `Setpoint is serving at ${plane.url} (storage: ${storage})\n` +
+      `export KUBECONFIG=${plane.kubeconfigPath}\n` +
+      `Built-in controllers: ${controllers ? controllers.join(", ") || "none" : "off"}\n`,
+  );
 }

@@ -6,8 +6,13 @@
  * finish deleting, as on a real cluster. Controllers under test talk to it through
  * the same client they use in production. Starting one takes tens of milliseconds.
  *
- * It composes the apiserver, the runtime and the built-in controllers; none of
- * those layers imports it.
+ * The server answers on the test's own event loop: a test that blocks that loop
+ * while waiting for it (`execFileSync("kubectl", ...)`) hangs. Such a test asks for
+ * `process: "child"`, and the control plane runs in a child process of its own
+ * (child-process.ts).
+ *
+ * It starts the control plane through the composition root (src/controlplane/),
+ * as `setpoint up` does; none of the layers it composes imports it.
  *
  * ```ts
  * const env = await startTestEnv();
@@ -20,48 +25,21 @@ import type { KubeObject } from "@setpoint/api";
 import { type Client, createLogger, type RestConfig, silentLogger } from "@setpoint/runtime";
 import {
   BUILTIN_CONTROLLER_NAMES,
-  type ControllerManager,
   checkControllerNames,
-  createControllerManager,
   GARBAGE_COLLECTOR,
   NAMESPACE_CONTROLLER,
 } from "../controllers/index.ts";
+import { startTestEnvInChild } from "./child-process.ts";
 import { startControlPlane } from "./controlplane.ts";
+import type { TestEnv, TestEnvOptions } from "./test-env-types.ts";
+
+export type { TestEnv, TestEnvOptions } from "./test-env-types.ts";
 
 /** Built-in controllers a test environment runs unless told otherwise. */
 export const DEFAULT_TESTENV_CONTROLLERS: readonly string[] = [
   GARBAGE_COLLECTOR,
   NAMESPACE_CONTROLLER,
 ];
-
-export interface TestEnvOptions {
-  /** "memory" (default): nothing on disk; "file": a SQLite file in a temp dir. */
-  storage?: "memory" | "file";
-  /** Kubernetes minor version the server reports (27..33). */
-  kubernetesMinor?: number;
-  /** CustomResourceDefinitions to install before returning (waits until they are served). */
-  crds?: KubeObject[];
-  /**
-   * Built-in controllers to run beside the apiserver: `true` (default) for the
-   * garbage collector and the namespace controller, `false` for none (the
-   * apiserver alone), or a list of names ("garbage-collector", "namespace",
-   * "event-ttl", "serviceaccount").
-   */
-  controllers?: boolean | readonly string[];
-}
-
-export interface TestEnv {
-  /** Base URL of the apiserver (plain http, no authentication). */
-  readonly url: string;
-  /** A config that reaches the server, for `new Client(config)` or a Manager. */
-  readonly config: RestConfig;
-  /** A client of the server, closed by stop(). */
-  readonly client: Client;
-  /** Path of a kubeconfig file for the server (for kubectl or other tools). */
-  readonly kubeconfigPath: string;
-  /** Stops the controllers and the server and removes temporary files. */
-  stop(): Promise<void>;
-}
 
 /** How long startTestEnv waits for installed CRDs to be served. */
 export const CRD_READY_TIMEOUT_MS = 10_000;
@@ -75,29 +53,24 @@ function controllersToRun(opt: TestEnvOptions["controllers"]): readonly string[]
 
 export async function startTestEnv(opts: TestEnvOptions = {}): Promise<TestEnv> {
   const run = controllersToRun(opts.controllers);
+  if (opts.process === "child") return startTestEnvInChild(opts);
   const plane = await startControlPlane({
     ...(opts.storage ? { storage: opts.storage } : {}),
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
+    ...(run.length > 0
+      ? {
+          controllers: {
+            disabled: BUILTIN_CONTROLLER_NAMES.filter((name) => !run.includes(name)),
+            logger: process.env.SETPOINT_TESTENV_LOG
+              ? createLogger({ level: "debug" })
+              : silentLogger(),
+          },
+        }
+      : {}),
   });
   const { url, config, client, kubeconfigPath } = plane;
-  let builtins: ControllerManager | undefined;
-
-  const stop = async (): Promise<void> => {
-    await builtins?.stop();
-    await plane.stop();
-  };
-
+  const stop = (): Promise<void> => plane.stop();
   try {
-    if (run.length > 0) {
-      builtins = createControllerManager({
-        restConfig: config,
-        logger: process.env.SETPOINT_TESTENV_LOG
-          ? createLogger({ level: "debug" })
-          : silentLogger(),
-        disabled: BUILTIN_CONTROLLER_NAMES.filter((name) => !run.includes(name)),
-      });
-      await builtins.start();
-    }
     for (const crd of opts.crds ?? []) await installCrd(client, crd);
   } catch (err) {
     await stop();

@@ -40,8 +40,9 @@ import {
   WriteSampler,
   whoAmI,
 } from "../../src/cli/inspect/index.ts";
-import { UsageError } from "../../src/cli/open-store.ts";
+
 import { parseOutputFormat, renderTable } from "../../src/cli/output.ts";
+import { UsageError } from "../../src/cli/usage-error.ts";
 
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const iso = (msBeforeNow: number) => new Date(NOW - msBeforeNow).toISOString();

@@ -5,12 +5,15 @@
  * in a process of their own; bad flags are refused.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { KubeObject } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+
 import { parseDuration } from "../../src/cli/controller-manager.ts";
 import { CONTROLLER_MANAGER_LEASE } from "../../src/controllers/index.ts";
 import {
@@ -69,11 +72,53 @@ describe("durations", () => {
 });
 
 describe("setpoint controller-manager", () => {
-  it("refuses an unknown controller name, naming the known ones", async () => {
-    const r = await runSetpoint(["controller-manager", "--disable", "gc"]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unknown controller "gc"');
-    expect(r.stderr).toContain("garbage-collector, namespace, event-ttl, serviceaccount");
+  it("refuses an unknown controller name, naming the known ones, under either flag name", async () => {
+    // --disable-controllers as on `setpoint up`; --disable is its deprecated old name.
+    const results = await Promise.all([
+      runSetpoint(["controller-manager", "--disable-controllers", "gc"]),
+      runSetpoint(["controller-manager", "--disable", "gc"]),
+      runSetpoint(["up", "--disable-controllers", "gc"]),
+    ]);
+    for (const r of results) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('unknown controller "gc"');
+      expect(r.stderr).toContain("garbage-collector, namespace, event-ttl, serviceaccount");
+    }
+  });
+
+  it("names the flag of an address in use in one line, and exits 1", async () => {
+    const held = net.createServer();
+    await new Promise<void>((r) => held.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => held.close(() => r())));
+    const port = (held.address() as net.AddressInfo).port;
+    // Nothing needs to answer at the kubeconfig's server: the listen fails first.
+    const kubeconfig = path.join(tempDir(), "kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "c", cluster: { server: "http://127.0.0.1:1" } }],
+        users: [{ name: "u", user: {} }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+        "current-context": "c",
+      }),
+    );
+    const base = ["controller-manager", "--kubeconfig", kubeconfig, "--log-level", "error"];
+    const [metrics, health] = await Promise.all([
+      runSetpoint([...base, "--metrics-addr", `127.0.0.1:${port}`]),
+      runSetpoint([...base, "--health-addr", `127.0.0.1:${port}`, "--metrics-addr", "127.0.0.1:0"]),
+    ]);
+    for (const [r, flag] of [
+      [metrics, "--metrics-addr"],
+      [health, "--health-addr"],
+    ] as const) {
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toBe(
+        `setpoint controller-manager: 127.0.0.1:${port} is already in use by another process; ` +
+          `serve on another address with ${flag} HOST:PORT\n`,
+      );
+    }
   });
 
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
@@ -97,7 +142,7 @@ describe("setpoint controller-manager", () => {
         "--kubeconfig",
         proc.kubeconfig,
         "--leader-elect",
-        "--disable",
+        "--disable-controllers",
         "event-ttl",
         "--health-addr",
         "127.0.0.1:0",

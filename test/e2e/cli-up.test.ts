@@ -19,6 +19,8 @@ import { runSetpoint, type SetpointProcess, startSetpoint } from "./helpers/setp
 
 /** Per-test timeout: process starts include compiling the sources on a loaded machine. */
 const TEST_TIMEOUT_MS = 60_000;
+/** Longest wait for each of the bad-flag runs, started together. */
+const BAD_FLAGS_TIMEOUT_MS = 150_000;
 /** The namespaces every control plane has. */
 const SYSTEM_NAMESPACES = ["default", "kube-node-lease", "kube-public", "kube-system"];
 
@@ -312,9 +314,17 @@ describe("setpoint up: bad flags", () => {
           ["up", "--data-dir", dataDir, "--token-auth-file", badTokenFile],
           /bad\.csv, line 2: want token,user,uid/,
         ],
+        [
+          ["up", "--data-dir", dataDir, "--log-format", "yaml"],
+          /--log-format must be text or json, got "yaml"/,
+        ],
+        [["up", "--data-dir", dataDir, "--log-level", "loud"], /--log-level must be one of trace/],
         [["down"], /unknown command "down"/],
       ];
-      const results = await Promise.all(cases.map(([args]) => runSetpoint(args)));
+      // A dozen processes at once, each compiling the sources on a shared machine.
+      const results = await Promise.all(
+        cases.map(([args]) => runSetpoint(args, BAD_FLAGS_TIMEOUT_MS)),
+      );
       results.forEach((r, i) => {
         const [args, message] = cases[i];
         expect(r.code, `${args.join(" ")}\n${r.stderr}`).toBe(2);
@@ -327,7 +337,7 @@ describe("setpoint up: bad flags", () => {
       expect(help.code).toBe(0);
       expect(help.stdout).toContain("Usage: setpoint up [flags]");
     },
-    TEST_TIMEOUT_MS,
+    BAD_FLAGS_TIMEOUT_MS + TEST_TIMEOUT_MS,
   );
 });
 

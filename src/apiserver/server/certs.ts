@@ -142,7 +142,8 @@ export async function generateTlsMaterial(hosts: string[] = []): Promise<TlsMate
   return { caCert: ca.cert, cert: server.cert, key: server.key };
 }
 
-const FILES = { caCert: "ca.crt", cert: "apiserver.crt", key: "apiserver.key" } as const;
+/** The files loadOrCreateTlsMaterial keeps in its dir. */
+export const TLS_FILES = { caCert: "ca.crt", cert: "apiserver.crt", key: "apiserver.key" } as const;
 
 /**
  * Loads the TLS material kept in `dir`, generating and saving it on first use.
@@ -153,9 +154,9 @@ export async function loadOrCreateTlsMaterial(
   hosts: string[] = [],
 ): Promise<TlsMaterial> {
   const paths = {
-    caCert: join(dir, FILES.caCert),
-    cert: join(dir, FILES.cert),
-    key: join(dir, FILES.key),
+    caCert: join(dir, TLS_FILES.caCert),
+    cert: join(dir, TLS_FILES.cert),
+    key: join(dir, TLS_FILES.key),
   };
   if (existsSync(paths.caCert) && existsSync(paths.cert) && existsSync(paths.key)) {
     const [caCert, cert, key] = await Promise.all([

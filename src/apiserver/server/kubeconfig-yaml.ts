@@ -3,7 +3,8 @@
  * apiserver: one cluster (with the CA inline), one user (the admin token), and a
  * context named `setpoint` that is current.
  */
-import { writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { rename, rm, writeFile } from "node:fs/promises";
 import { stringify } from "yaml";
 
 export interface KubeconfigParams {
@@ -37,7 +38,18 @@ export function kubeconfigYaml(p: KubeconfigParams): string {
   });
 }
 
-/** Writes the kubeconfig to `path`, readable by the owner only (it holds a credential). */
+/**
+ * Writes the kubeconfig to `path`, readable by the owner only (it holds a
+ * credential). Atomically: written beside it and renamed into place, so a reader
+ * (or a crash) never sees half a file.
+ */
 export async function writeKubeconfig(path: string, p: KubeconfigParams): Promise<void> {
-  await writeFile(path, kubeconfigYaml(p), { mode: 0o600 });
+  const temp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
+  try {
+    await writeFile(temp, kubeconfigYaml(p), { mode: 0o600 });
+    await rename(temp, path);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
 }

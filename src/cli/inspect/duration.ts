@@ -2,7 +2,7 @@
  * Durations on the command line ("90s", "10m", "1h30m", "500ms") and ages in
  * output ("3s", "4m12s", "2h5m", "3d4h"), as kubectl prints them.
  */
-import { UsageError } from "../open-store.ts";
+import { UsageError } from "../usage-error.ts";
 
 const UNIT_MS: Record<string, number> = {
   ms: 1,

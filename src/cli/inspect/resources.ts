@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import { groupResource, type ServedResource } from "@setpoint/runtime";
-import { UsageError } from "../open-store.ts";
+import { UsageError } from "../usage-error.ts";
 
 export type { ServedResource } from "@setpoint/runtime";
 
