@@ -22,7 +22,7 @@
  * ```
  */
 import type { KubeObject } from "@setpoint/api";
-import { type Client, createLogger, type RestConfig, silentLogger } from "@setpoint/runtime";
+import { type Client, createLogger, silentLogger } from "@setpoint/runtime";
 import {
   BUILTIN_CONTROLLER_NAMES,
   checkControllerNames,
