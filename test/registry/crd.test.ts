@@ -4,7 +4,7 @@ import { deepClone } from "../../packages/api/src/deep-copy.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import type { Schema } from "../../packages/api/src/schema.ts";
 import type { StatusCause } from "../../packages/api/src/status.ts";
-import { compileSchemaRules, validateRules } from "../../src/registry/crd/cel.ts";
+import { compileSchemaRules, validateRules } from "../../src/registry/crd/cel/index.ts";
 import { crdToDefinition } from "../../src/registry/crd/convert.ts";
 import {
   CRD_CLEANUP_FINALIZER,

@@ -14,7 +14,7 @@ import {
 } from "../builtin/meta-schemas.ts";
 import { objectLimitsCause } from "../object-limits.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
-import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
+import { type CelNode, compileSchemaRules, validateRules } from "./cel/index.ts";
 import { isObject } from "./paths.ts";
 import {
   applyDefaultsWith,

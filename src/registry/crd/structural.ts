@@ -19,7 +19,7 @@
 
 import type { Schema, StatusCause } from "@setpoint/api";
 import { deepClone, deepEqual, fieldErrors } from "@setpoint/api";
-import { compileSchemaRules, validateRules } from "./cel.ts";
+import { compileSchemaRules, validateRules } from "./cel/index.ts";
 import { isObject } from "./paths.ts";
 import { compileSchema, pruneUnknownFields, validateAgainstSchema } from "./schema.ts";
 

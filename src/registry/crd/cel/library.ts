@@ -21,36 +21,7 @@
  * meter with their input size, so the runtime cost limit covers them too.
  */
 import { Environment } from "@marcbachmann/cel-js";
-
-/** The cost meter of the rule being evaluated (one rule runs at a time). */
-export interface CostMeter {
-  cost: number;
-  limit: number;
-}
-
-let current: CostMeter | undefined;
-
-/** Thrown (one shared instance, no stack) when a rule runs past its cost limit. */
-export const COST_EXCEEDED: Error = new Error("operation cancelled: actual cost limit exceeded");
-
-/** Runs `fn(arg)` with `meter` counting the cost of everything it evaluates. */
-export function withMeter<A, T>(meter: CostMeter, fn: (arg: A) => T, arg: A): T {
-  const previous = current;
-  current = meter;
-  try {
-    return fn(arg);
-  } finally {
-    current = previous;
-  }
-}
-
-/** Adds `n` to the running rule's cost; throws COST_EXCEEDED past its limit. */
-export function charge(n: number): void {
-  const m = current;
-  if (!m) return;
-  m.cost += n;
-  if (m.cost > m.limit) throw COST_EXCEEDED;
-}
+import { charge } from "./meter.ts";
 
 /** Strings are charged at one unit per ten characters, as Kubernetes estimates them. */
 function chargeString(s: string): void {
