@@ -190,6 +190,9 @@ export async function patchResource(scope: RequestScope): Promise<void> {
       if (!current) throw errors.notFound(scope.subject);
       const live = deepClone(convertToVersion(current, def, scope.version.name));
       patched = applyPatch(type, live, patch.value, scope);
+      // What a patch made is measured before the walks that follow (a JSON patch's
+      // copies may have grown it up to their own bound).
+      checkLimits(patched, def);
     }
     const obj = checkTypeMeta(scope, patched);
     validateFields(scope, obj, type === "apply" ? [] : patch.duplicates, mode);
