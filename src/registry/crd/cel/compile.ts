@@ -9,6 +9,7 @@ import { fieldErrors } from "@setpoint/api";
 import { declaredProperty, isObject } from "../paths.ts";
 import { CompileIssue, costMessage, estimate, maxSize } from "./cost.ts";
 import { celType, environmentFor } from "./environment.ts";
+import { literalPatternIssue, useRe2Matches } from "./library.ts";
 import { STATIC_RULE_COST_LIMIT, STATIC_SCHEMA_COST_LIMIT } from "./limits.ts";
 import { errorOffset, errorSummary, formatCompileError, ruleValue } from "./messages.ts";
 import {
@@ -296,6 +297,8 @@ function compileRule(
     program = env.parse(src);
     const checked = program.check();
     if (!checked.valid) throw checked.error;
+    const pattern = literalPatternIssue(program.ast);
+    if (pattern?.kind === "compile") throw new CompileIssue(pattern.message, pattern.offset);
     if (checked.type !== "bool" && checked.type !== "dyn") {
       state.issues.push(
         fieldErrors.invalid(
@@ -306,6 +309,17 @@ function compileRule(
       );
       return undefined;
     }
+    if (pattern?.kind === "program") {
+      state.issues.push(
+        fieldErrors.invalid(
+          `${rulePath}.rule`,
+          ruleValue(rule),
+          `program instantiation failed: ${pattern.message}`,
+        ),
+      );
+      return undefined;
+    }
+    useRe2Matches(program.ast);
     cost = estimate(program.ast, s, root, new Map()).cost;
   } catch (err) {
     const detail =
@@ -345,6 +359,11 @@ function compileRule(
       messageProgram = env.parse(mexpr);
       const checked = messageProgram.check();
       if (!checked.valid) throw checked.error;
+      const pattern = literalPatternIssue(messageProgram.ast);
+      if (pattern?.kind === "compile") throw new CompileIssue(pattern.message, pattern.offset);
+      if (pattern?.kind === "program")
+        throw new Error(`program instantiation failed: ${pattern.message}`);
+      useRe2Matches(messageProgram.ast);
       if (checked.type !== "string" && checked.type !== "dyn") {
         state.issues.push(
           fieldErrors.invalid(
