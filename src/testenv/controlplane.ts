@@ -15,6 +15,7 @@ import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import { generateToken, TokenAuthenticator } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
 import { generateTlsMaterial } from "../apiserver/server/certs.ts";
+import type { ConnectionLimits } from "../apiserver/server/connections.ts";
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
 import type { Registry } from "../registry/registry.ts";
@@ -29,6 +30,8 @@ export interface ControlPlaneOptions {
   tls?: boolean;
   /** Server bounds to shrink (watch cache window, bookmark interval, ...). */
   limits?: Partial<ApiLimits>;
+  /** Connection timeouts and bound to shrink (headers, request body, idle, open connections). */
+  connections?: Partial<ConnectionLimits>;
   /** Types served (default the built-ins). */
   registry?: Registry;
   /** The store's background compaction (default on; off for a test that compacts itself). */
@@ -72,6 +75,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       port: 0,
       ...(opts.registry ? { registry: opts.registry } : {}),
       ...(opts.limits ? { limits: opts.limits } : {}),
+      ...(opts.connections ? { connections: opts.connections } : {}),
       ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
       ...(tls && token
         ? {
