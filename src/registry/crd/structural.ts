@@ -117,6 +117,16 @@ export function schemaCauses(schema: Schema, path: string, statusEnabled: boolea
 // ---------------------------------------------------------------------------
 // OpenAPI v3 as Kubernetes accepts it.
 
+/** Bounds that count characters, items or properties: none may be negative. */
+const COUNT_BOUNDS = [
+  "maxLength",
+  "minLength",
+  "maxItems",
+  "minItems",
+  "maxProperties",
+  "minProperties",
+] as const;
+
 function openApiCauses(
   s: Schema,
   path: string,
@@ -141,6 +151,13 @@ function openApiCauses(
   }
   if (raw.default !== undefined && noDefaultsReason !== undefined) {
     out.push(fieldErrors.forbidden(`${path}.default`, `must not be set ${noDefaultsReason}`));
+  }
+  // A negative bound would refuse every value (maxLength: -1) or mean nothing.
+  for (const bound of COUNT_BOUNDS) {
+    const v = raw[bound];
+    if (typeof v === "number" && v < 0) {
+      out.push(fieldErrors.invalid(`${path}.${bound}`, v, "must be greater than or equal to 0"));
+    }
   }
   const unsupported: [string, string][] = [
     ["id", "id is not supported"],
