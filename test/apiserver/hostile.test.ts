@@ -257,6 +257,66 @@ describe("hostile requests", () => {
     });
   });
 
+  describe("huge enums", () => {
+    it("serves a CRD with 100,000 enum values and checks objects against them", async () => {
+      const values = Array.from({ length: 100_000 }, (_, i) => `v${i}`);
+      const crd = {
+        apiVersion: "apiextensions.k8s.io/v1",
+        kind: "CustomResourceDefinition",
+        metadata: { name: "enums.example.com" },
+        spec: {
+          group: "example.com",
+          scope: "Namespaced",
+          names: { plural: "enums", singular: "enum", kind: "Enum" },
+          versions: [
+            {
+              name: "v1",
+              served: true,
+              storage: true,
+              schema: {
+                openAPIV3Schema: {
+                  type: "object",
+                  properties: {
+                    spec: { type: "object", properties: { v: { type: "string", enum: values } } },
+                  },
+                },
+              },
+            },
+          ],
+        },
+      };
+      const created = send(
+        base(),
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        JSON.stringify(crd),
+      );
+      await stillServing();
+      expect((await created).code).toBe(201);
+      await eventually(async () => {
+        const list = await send(base(), "GET", "/apis/example.com/v1/namespaces/default/enums");
+        return list.code === 200;
+      }, "the Enum type served");
+      const make = (name: string, v: string) =>
+        send(
+          base(),
+          "POST",
+          "/apis/example.com/v1/namespaces/default/enums",
+          JSON.stringify({
+            apiVersion: "example.com/v1",
+            kind: "Enum",
+            metadata: { name },
+            spec: { v },
+          }),
+        );
+      expect((await make("good", "v99999")).code).toBe(201);
+      const bad = await make("bad", "nope");
+      expect(bad.code).toBe(422);
+      expect(String(bad.json.message)).toContain('spec.v: Unsupported value: "nope"');
+      await stillServing();
+    });
+  });
+
   describe("trickling clients", () => {
     it("answers 504 to a body that trickles, and closes its connection", async () => {
       const socket = await connect(port());
