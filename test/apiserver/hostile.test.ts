@@ -257,6 +257,50 @@ describe("hostile requests", () => {
     });
   });
 
+  describe("large YAML bodies", () => {
+    const yamlConfigMap = (name: string, keys: number, extra = "") =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Array.from(
+        { length: keys },
+        (_, i) => `  k${i}: v\n`,
+      ).join("")}${extra}`;
+
+    it("decodes 50,000 values off the event loop while others are answered", async () => {
+      const pending = send(
+        base(),
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        yamlConfigMap("big-yaml", 50_000),
+        "application/yaml",
+      );
+      await stillServing();
+      const res = await pending;
+      expect(res.code).toBe(201);
+      expect(Object.keys(res.json.data as object)).toHaveLength(50_000);
+    });
+
+    it("still finds duplicate fields and YAML errors in large bodies", async () => {
+      const dup = await send(
+        base(),
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        yamlConfigMap("dup-yaml", 5_000, "  k0: again\n"),
+        "application/yaml",
+      );
+      expect(dup.code).toBe(400);
+      expect(String(dup.json.message)).toContain('duplicate field "data.k0"');
+      const broken = await send(
+        base(),
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        `${yamlConfigMap("broken-yaml", 5_000)}  - [\n`,
+        "application/yaml",
+      );
+      expect(broken.code).toBe(400);
+      expect(String(broken.json.message)).toContain("error converting YAML to JSON: yaml:");
+      await stillServing();
+    });
+  });
+
   describe("huge enums", () => {
     it("serves a CRD with 100,000 enum values and checks objects against them", async () => {
       const values = Array.from({ length: 100_000 }, (_, i) => `v${i}`);
