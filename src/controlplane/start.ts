@@ -17,6 +17,7 @@ import { pino } from "pino";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import { TokenAuthenticator, type UserInfo } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
+import type { ConnectionLimits } from "../apiserver/server/index.ts";
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
 import { type ControllerManager, createControllerManager } from "../controllers/index.ts";
@@ -73,6 +74,8 @@ export interface ControlPlaneOptions {
   registry?: Registry;
   /** Server bounds to shrink (watch cache window, bookmark interval, ...). */
   limits?: Partial<ApiLimits>;
+  /** Connection bounds (header and request timeouts, idle keep-alive, open connections). */
+  connections?: Partial<ConnectionLimits>;
   /** The built-in controllers, in process as loopback clients; false or absent: none. */
   controllers?: false | ControllerOptions;
   /** The apiserver's logger (default silent). */
@@ -154,6 +157,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(creds.serviceAccountKey ? { serviceAccountKey: creds.serviceAccountKey } : {}),
         ...(opts.registry ? { registry: opts.registry } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
+        ...(opts.connections ? { connections: opts.connections } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
       });
     } catch (err) {

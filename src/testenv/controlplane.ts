@@ -10,6 +10,7 @@
  */
 import { Client } from "@setpoint/runtime";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
+import type { ConnectionLimits } from "../apiserver/server/index.ts";
 import {
   type ControllerOptions,
   type ControlPlane as RunningControlPlane,
@@ -26,6 +27,8 @@ export interface ControlPlaneOptions {
   tls?: boolean;
   /** Server bounds to shrink (watch cache window, bookmark interval, ...). */
   limits?: Partial<ApiLimits>;
+  /** Connection bounds to shrink (header and request timeouts, idle keep-alive, open connections). */
+  connections?: Partial<ConnectionLimits>;
   /** Types served (default the built-ins). */
   registry?: Registry;
   /** The store's background compaction (default on; off for a test that compacts itself). */
@@ -52,6 +55,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
     ...(opts.registry ? { registry: opts.registry } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
   });
   const client = new Client(plane.config);

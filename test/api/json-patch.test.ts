@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   applyJsonPatch,
   formatJsonPointer,
+  MAX_JSON_PATCH_COPY_BYTES,
   MAX_JSON_PATCH_OPERATIONS,
   parseJsonPointer,
 } from "../../packages/api/src/patch/json.ts";
@@ -225,6 +226,60 @@ describe("applyJsonPatch: errors as Kubernetes answers them", () => {
     const e = failure(() => applyJsonPatch({}, ops));
     expect(e.code).toBe(413);
     expect(e.message).toBe("The allowed maximum operations in a JSON patch is 10000, got 10001");
+  });
+
+  it("422 once copies together add more than the copy limit, before the copy that passes it", () => {
+    // Each copy of /data into itself doubles it: 28 of them would make 2^28 copies.
+    const doc = { data: { a: "x".repeat(50) } };
+    const ops = Array.from({ length: 28 }, (_, i) => ({
+      op: "copy",
+      from: "/data",
+      path: `/data/c${i}`,
+    }));
+    const e = failure(() => applyJsonPatch(doc, ops));
+    expect(e.code).toBe(422);
+    expect(e.status.reason).toBe("Invalid");
+    const detail = e.status.details?.causes?.[0]?.message ?? "";
+    const m =
+      /^Unable to complete the copy, the accumulated size increase of copy is (\d+), exceeding the limit (\d+)$/.exec(
+        detail,
+      );
+    expect(m).not.toBeNull();
+    expect(Number(m?.[2])).toBe(MAX_JSON_PATCH_COPY_BYTES);
+    expect(Number(m?.[1])).toBeGreaterThan(MAX_JSON_PATCH_COPY_BYTES);
+    // The size charged is the JSON of what is copied, counted up to the copy that passes the limit.
+    let data: Record<string, unknown> = { a: "x".repeat(50) };
+    let used = 0;
+    for (let i = 0; used <= MAX_JSON_PATCH_COPY_BYTES; i++) {
+      const json = JSON.stringify(data);
+      used += Buffer.byteLength(json);
+      data = { ...data, [`c${i}`]: JSON.parse(json) };
+    }
+    expect(Number(m?.[1])).toBe(used);
+    expect(doc).toEqual({ data: { a: "x".repeat(50) } });
+  });
+
+  it("charges every copy, scalars too, against a given copy limit", () => {
+    const doc = { s: "abcd", n: 12345 };
+    // "abcd" is 6 bytes of JSON, 12345 five.
+    const ops = [
+      { op: "copy", from: "/s", path: "/t" },
+      { op: "copy", from: "/n", path: "/m" },
+    ];
+    expect(applyJsonPatch(doc, ops, { maxCopyBytes: 11 })).toEqual({ ...doc, t: "abcd", m: 12345 });
+    const e = failure(() => applyJsonPatch(doc, ops, { maxCopyBytes: 10 }));
+    expect(e.status.details?.causes?.[0]?.message).toBe(
+      "Unable to complete the copy, the accumulated size increase of copy is 11, exceeding the limit 10",
+    );
+  });
+
+  it("copies share nothing with their source", () => {
+    const out = applyJsonPatch({ a: { b: [1] } }, [
+      { op: "copy", from: "/a", path: "/c" },
+      { op: "add", path: "/c/b/-", value: 2 },
+    ]) as Record<string, { b: number[] }>;
+    expect(out.a.b).toEqual([1]);
+    expect(out.c.b).toEqual([1, 2]);
   });
 
   it("applies all or nothing", () => {

@@ -30,7 +30,7 @@ import {
   validateFields,
 } from "../wire/body.ts";
 import { convertToStorage, convertToVersion } from "../wire/codec.ts";
-import { type Decoded, decodeJson, decodeYaml, unsupportedBodyType } from "../wire/decode.ts";
+import { type Decoded, decodeJson, decodeYamlAsync, unsupportedBodyType } from "../wire/decode.ts";
 import { renderOne } from "../wire/render.ts";
 import { writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
@@ -63,9 +63,9 @@ export function patchTypeOf(contentType: string | undefined, strategic: boolean)
   return type;
 }
 
-function decodePatch(type: PatchType, body: Buffer): Decoded {
+async function decodePatch(type: PatchType, body: Buffer): Promise<Decoded> {
   const text = body.toString("utf8");
-  const decoded = type === "apply" ? decodeYaml(text) : decodeJson(text);
+  const decoded = type === "apply" ? await decodeYamlAsync(text) : decodeJson(text);
   const v = decoded.value;
   if (type === "json") {
     if (!Array.isArray(v)) {
@@ -163,7 +163,7 @@ export async function patchResource(scope: RequestScope): Promise<void> {
       ? NoopApplies.key(key, scope.subresource ?? "", scope.req.url ?? "", raw.toString("utf8"))
       : undefined;
   if (noopKey !== undefined && (await answerRepeatedNoop(scope, noopKey))) return;
-  const patch = decodePatch(type, raw);
+  const patch = await decodePatch(type, raw);
   // The walks of an apply (field sets, merge, comparison) only ever see a configuration within the limits.
   if (type === "apply") checkLimits(patch.value, def);
   const opts = { dryRun, manager, allowCreate: type === "apply", apply: type === "apply" };
@@ -190,6 +190,9 @@ export async function patchResource(scope: RequestScope): Promise<void> {
       if (!current) throw errors.notFound(scope.subject);
       const live = deepClone(convertToVersion(current, def, scope.version.name));
       patched = applyPatch(type, live, patch.value, scope);
+      // What a patch made is measured before the walks that follow (a JSON patch's
+      // copies may have grown it up to their own bound).
+      checkLimits(patched, def);
     }
     const obj = checkTypeMeta(scope, patched);
     validateFields(scope, obj, type === "apply" ? [] : patch.duplicates, mode);

@@ -7,6 +7,7 @@
 export * from "./auth.ts";
 export * from "./bootstrap.ts";
 export * from "./certs.ts";
+export * from "./connections.ts";
 export * from "./kubeconfig-yaml.ts";
 export * from "./server.ts";
 export * from "./service-account-tokens.ts";

@@ -23,6 +23,13 @@ import {
   type UserInfo,
 } from "./auth.ts";
 import type { TlsMaterial } from "./certs.ts";
+import {
+  applyConnectionLimits,
+  type ConnectionLimits,
+  checkingIntervalMs,
+  handshakeTimeoutMs,
+  resolveConnectionLimits,
+} from "./connections.ts";
 import { ServiceAccountTokens } from "./service-account-tokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -57,6 +64,8 @@ export interface ApiServerOptions {
   kubernetesMinor?: number;
   logger?: Logger;
   limits?: Partial<ApiLimits>;
+  /** Timeouts of what clients send, and the connection bound (connections.ts); default Kubernetes'. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface ApiServer {
@@ -192,13 +201,22 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     );
   };
 
+  const connections = resolveConnectionLimits(opts.connections);
+  const connectionsCheckingInterval = checkingIntervalMs(connections);
   const server = opts.tls
-    ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest)
-    : http.createServer(onRequest);
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 70_000;
-  // Watches are long-lived responses: no overall request timeout.
-  server.requestTimeout = 0;
+    ? https.createServer(
+        {
+          cert: opts.tls.cert,
+          key: opts.tls.key,
+          connectionsCheckingInterval,
+          handshakeTimeout: handshakeTimeoutMs(connections),
+        },
+        onRequest,
+      )
+    : http.createServer({ connectionsCheckingInterval }, onRequest);
+  // Bounds what clients send (headers, bodies, idle connections); answers such as
+  // watches are not cut off.
+  applyConnectionLimits(server, connections);
 
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {

@@ -9,7 +9,7 @@ import type { KubeObject } from "@setpoint/api";
 import { errors, fieldErrors, type StatusCause } from "@setpoint/api";
 import type { RequestScope } from "../endpoints/context.ts";
 import { parseMediaType, readBody } from "../endpoints/request.ts";
-import { decodeBody } from "./decode.ts";
+import { decodeBodyAsync } from "./decode.ts";
 import { checkAgainstSchema } from "./schema-walk.ts";
 
 export type FieldValidation = "Strict" | "Warn" | "Ignore";
@@ -165,7 +165,7 @@ export function validateFields(
 export async function readObject(scope: RequestScope, mode: FieldValidation): Promise<KubeObject> {
   const body = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
   const media = parseMediaType(scope.req.headers["content-type"]);
-  const decoded = decodeBody(body, media, Boolean(scope.def.protobufMessage));
+  const decoded = await decodeBodyAsync(body, media, Boolean(scope.def.protobufMessage));
   const obj = checkTypeMeta(scope, decoded.value);
   validateFields(scope, obj, decoded.duplicates, mode);
   return obj;

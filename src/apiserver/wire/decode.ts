@@ -8,6 +8,7 @@ import { errors } from "@setpoint/api";
 import { isMap, isPair, isScalar, isSeq, parseDocument } from "yaml";
 import type { MediaType } from "../endpoints/request.ts";
 import { decodeProtobufObject, isProtobufContentType } from "./protobuf.ts";
+import { parseYamlOffThread } from "./yaml-thread.ts";
 
 /** The media types a create or update body may have. */
 export const BODY_MEDIA_TYPES = [
@@ -407,6 +408,42 @@ export function decodeYaml(text: string): Decoded {
   const duplicates: string[] = [];
   yamlDuplicates(doc.contents, "", duplicates, 0);
   return { value: json === undefined ? null : JSON.parse(json), duplicates };
+}
+
+/**
+ * Bodies of at most this many values are parsed on the event loop (a few
+ * milliseconds); larger ones on the YAML thread (yaml-thread.ts).
+ */
+export const YAML_INLINE_VALUES = 2_000;
+
+/**
+ * decodeYaml, with a large document parsed on the YAML thread so that the event
+ * loop keeps serving other requests meanwhile; the same value and errors.
+ */
+export async function decodeYamlAsync(text: string): Promise<Decoded> {
+  if (looksLikeJson(text)) return decodeYaml(text);
+  const values = countYamlSeparators(text);
+  if (values <= YAML_INLINE_VALUES || values > MAX_YAML_VALUES) return decodeYaml(text);
+  const r = await parseYamlOffThread(text, MAX_YAML_ALIASES, MAX_BODY_DEPTH);
+  if (!r.ok) {
+    if (r.stage === "convert")
+      throw errors.badRequest(`error converting YAML to JSON: ${r.message}`);
+    if (/Maximum call stack size exceeded/.test(r.message)) throw tooDeep();
+    throw errors.badRequest(`error converting YAML to JSON: yaml: ${r.message}`);
+  }
+  const value = r.json === undefined ? null : JSON.parse(r.json);
+  checkDepth(value);
+  return { value, duplicates: r.duplicates };
+}
+
+/** decodeBody, with large YAML bodies decoded off the event loop (decodeYamlAsync). */
+export function decodeBodyAsync(
+  body: Buffer,
+  media: MediaType,
+  allowProtobuf: boolean,
+): Promise<Decoded> {
+  if (media.type === "application/yaml") return decodeYamlAsync(body.toString("utf8"));
+  return Promise.resolve().then(() => decodeBody(body, media, allowProtobuf));
 }
 
 /** Media types accepted as request bodies, in the words of a 415. */

@@ -2,11 +2,12 @@
  * From a stored CustomResourceDefinition to the ResourceDefinition the server
  * serves: names, scope, versions (schema with apiVersion/kind/metadata at the
  * root, status and scale subresources, printer columns, selectable fields) and
- * the custom resource strategy (defaults, schema validation and CEL rules).
+ * the custom resource strategy (defaults, schema validation, list-type
+ * uniqueness and CEL rules).
  */
 import { createHash } from "node:crypto";
 import type { KubeObject, Schema, StatusCause } from "@setpoint/api";
-import { evaluateJsonPath } from "@setpoint/api";
+import { CauseType, evaluateJsonPath, fieldErrors } from "@setpoint/api";
 import {
   API_VERSION_DESCRIPTION,
   KIND_DESCRIPTION,
@@ -14,7 +15,8 @@ import {
 } from "../builtin/meta-schemas.ts";
 import { objectLimitsCause } from "../object-limits.ts";
 import type { PrinterColumn, ResourceDefinition, VersionDefinition } from "../types.ts";
-import { type CelNode, compileSchemaRules, validateRules } from "./cel.ts";
+import { type CelNode, compileSchemaRules, validateRules } from "./cel/index.ts";
+import { listTypeCauses } from "./list-types.ts";
 import { isObject } from "./paths.ts";
 import {
   applyDefaultsWith,
@@ -26,6 +28,22 @@ import {
   schemaCauses,
 } from "./schema.ts";
 import { type CrdVersion, crdSpec } from "./types.ts";
+
+/** Schema failures that keep the CEL rules from running (Kubernetes' hasBlockingErr). */
+const BLOCKING_CAUSES: ReadonlySet<string> = new Set([
+  CauseType.NotSupported,
+  CauseType.Required,
+  CauseType.TooLong,
+  CauseType.TooMany,
+  CauseType.TypeInvalid,
+]);
+
+/** The cause that says the rules were not run. */
+const RULES_NOT_CHECKED: StatusCause = fieldErrors.invalid(
+  "",
+  "null",
+  "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+);
 
 /** The schema of a version without one: anything goes (kept as it is). */
 const OPEN_SCHEMA: Schema = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
@@ -202,7 +220,16 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
         const tooBig = objectLimitsCause(obj);
         if (tooBig) return [tooBig];
         const causes = schemaCauses(obj, rt.compiled);
-        return [...causes, ...validateRules(obj, old, rt.rules)];
+        causes.push(...listTypeCauses(obj, rt.structural));
+        if (!rt.rules) return causes;
+        // As in Kubernetes, rules are not run on an object the schema already found
+        // broken in a way they might trip over (missing, mistyped, too large, unknown).
+        if (causes.some((c) => BLOCKING_CAUSES.has(c.reason ?? ""))) {
+          causes.push(RULES_NOT_CHECKED);
+          return causes;
+        }
+        causes.push(...validateRules(obj, old, rt.rules));
+        return causes;
       },
     },
   };

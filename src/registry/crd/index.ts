@@ -6,7 +6,7 @@
  * validation, pruning and defaulting at run time (schema.ts) and CEL rules
  * (cel.ts, with the Kubernetes CEL library in celib.ts).
  */
-export * from "./cel.ts";
+export * from "./cel/index.ts";
 export * from "./convert.ts";
 export * from "./definition.ts";
 export * from "./names.ts";

@@ -19,8 +19,9 @@
 
 import type { Schema, StatusCause } from "@setpoint/api";
 import { deepClone, deepEqual, fieldErrors } from "@setpoint/api";
-import { compileSchemaRules, validateRules } from "./cel.ts";
+import { compileSchemaRules, validateRules } from "./cel/index.ts";
 import { isObject } from "./paths.ts";
+import { regexError } from "./regex.ts";
 import { compileSchema, pruneUnknownFields, validateAgainstSchema } from "./schema.ts";
 
 const OPENAPI_TYPES = ["array", "boolean", "integer", "number", "object", "string"];
@@ -120,6 +121,16 @@ export function structuralSchemaCauses(
 // ---------------------------------------------------------------------------
 // OpenAPI v3 as Kubernetes accepts it.
 
+/** Bounds that count characters, items or properties: none may be negative. */
+const COUNT_BOUNDS = [
+  "maxLength",
+  "minLength",
+  "maxItems",
+  "minItems",
+  "maxProperties",
+  "minProperties",
+] as const;
+
 function openApiCauses(
   s: Schema,
   path: string,
@@ -144,6 +155,13 @@ function openApiCauses(
   }
   if (raw.default !== undefined && noDefaultsReason !== undefined) {
     out.push(fieldErrors.forbidden(`${path}.default`, `must not be set ${noDefaultsReason}`));
+  }
+  // A negative bound would refuse every value (maxLength: -1) or mean nothing.
+  for (const bound of COUNT_BOUNDS) {
+    const v = raw[bound];
+    if (typeof v === "number" && v < 0) {
+      out.push(fieldErrors.invalid(`${path}.${bound}`, v, "must be greater than or equal to 0"));
+    }
   }
   const unsupported: [string, string][] = [
     ["id", "id is not supported"],
@@ -436,19 +454,7 @@ function invariants(s: Schema, level: Level, path: string, out: StatusCause[]): 
   for (const [i, x] of (s.oneOf ?? []).entries())
     nested(x, `${path}.oneOf[${i}]`, false, true, out);
   if (s.not) nested(s.not, `${path}.not`, false, true, out);
-  if (typeof s.pattern === "string") {
-    try {
-      new RegExp(s.pattern);
-    } catch (err) {
-      out.push(
-        fieldErrors.invalid(
-          `${path}.pattern`,
-          s.pattern,
-          `must be a valid regular expression, but isn't: ${(err as Error).message}`,
-        ),
-      );
-    }
-  }
+  patternCauses(s, path, out);
   const checkMetadata = level === "root" || embedded;
   if (embedded && s.type !== "object") {
     out.push(
@@ -524,6 +530,21 @@ function invariants(s: Schema, level: Level, path: string, out: StatusCause[]): 
 }
 
 /** A value validation under allOf/anyOf/oneOf/not. */
+/** A `pattern` RE2 cannot compile (lookahead, backreferences, bad syntax), as Kubernetes refuses it. */
+function patternCauses(s: Schema, path: string, out: StatusCause[]): void {
+  if (typeof s.pattern !== "string" || s.pattern === "") return;
+  const broken = regexError(s.pattern);
+  if (broken) {
+    out.push(
+      fieldErrors.invalid(
+        `${path}.pattern`,
+        s.pattern,
+        `must be a valid regular expression, but isn't: ${broken}`,
+      ),
+    );
+  }
+}
+
 function nested(
   v: Schema,
   path: string,
@@ -543,6 +564,7 @@ function nested(
   if (isObject(v.items)) nested(v.items, `${path}.items`, false, noCel, out);
   for (const [k, p] of Object.entries(v.properties ?? {}))
     nested(p, `${path}.properties[${k}]`, false, noCel, out);
+  patternCauses(v, path, out);
   if (raw.type !== undefined)
     out.push(fieldErrors.forbidden(`${path}.type`, "must be empty to be structural"));
   if (raw.additionalProperties !== undefined) {

@@ -5,7 +5,9 @@
  *
  * Errors follow Kubernetes: a document that is not a list of objects is 400; more
  * than MAX_JSON_PATCH_OPERATIONS operations is 413; an operation that does not
- * apply (failed test, missing path, bad index, unknown op) is 422 Invalid with
+ * apply (failed test, missing path, bad index, unknown op), and `copy` operations
+ * that together copy more than MAX_JSON_PATCH_COPY_BYTES (measured as the JSON of
+ * each copied value, as Kubernetes' JSON patch library measures it), are 422 Invalid with
  * Kubernetes' sentence "the server rejected our request due to an error in our
  * request" followed by the reason worded as Kubernetes' JSON patch library words it.
  * As there, negative array indices count from the end.
@@ -16,6 +18,19 @@ import { patchMalformed, patchNotApplicable } from "./errors.ts";
 
 /** Most operations one JSON patch may hold (Kubernetes' limit). */
 export const MAX_JSON_PATCH_OPERATIONS = 10_000;
+
+/**
+ * Most bytes the `copy` operations of one JSON patch may add together (Kubernetes'
+ * JSONPatchMaxCopyBytes, 3 MiB): without it, a copy of a value into itself doubles
+ * it, and a few dozen such operations in a small patch outgrow any memory.
+ */
+export const MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024;
+
+/** Bounds of one application of a JSON patch. */
+export interface JsonPatchLimits {
+  /** Most bytes all `copy` operations may add (default MAX_JSON_PATCH_COPY_BYTES). */
+  maxCopyBytes?: number;
+}
 
 /** One RFC 6902 operation. */
 export interface JsonPatchOperation {
@@ -190,7 +205,28 @@ function opValue(op: JsonPatchOperation): unknown {
   return op.value;
 }
 
-function applyOne(box: Box, op: JsonPatchOperation): void {
+/** What the copies of one patch have added so far, against their bound. */
+interface CopyBudget {
+  used: number;
+  limit: number;
+}
+
+/**
+ * A copy of `value` (JSON data), charged to `budget` by the size of its JSON
+ * before anything is copied; ApplyError once the copies together pass the limit.
+ */
+function chargedCopy(value: unknown, budget: CopyBudget): unknown {
+  const json = JSON.stringify(value);
+  budget.used += Buffer.byteLength(json);
+  if (budget.used > budget.limit) {
+    throw new ApplyError(
+      `Unable to complete the copy, the accumulated size increase of copy is ${budget.used}, exceeding the limit ${budget.limit}`,
+    );
+  }
+  return typeof value === "object" && value !== null ? JSON.parse(json) : value;
+}
+
+function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
   switch (op.op) {
     case "add": {
       const [path, tokens] = pointerOf(op, "path");
@@ -269,7 +305,7 @@ function applyOne(box: Box, op: JsonPatchOperation): void {
           `copy operation does not apply: doc is missing from path: ${from}: missing value`,
         );
       }
-      const value = deepClone(get(src));
+      const value = chargedCopy(get(src), budget);
       const dst = locate(box, tokens);
       if (!dst) {
         throw new ApplyError(
@@ -302,9 +338,14 @@ function applyOne(box: Box, op: JsonPatchOperation): void {
  * Applies an RFC 6902 patch (`ops`, the parsed request body) to `target` and
  * returns the result. Neither input is changed and the result shares no objects
  * with them. Throws StatusError: 400 if `ops` is not a list of objects, 413 past
- * MAX_JSON_PATCH_OPERATIONS, 422 if an operation does not apply.
+ * MAX_JSON_PATCH_OPERATIONS, 422 if an operation does not apply or the copies
+ * together pass `limits.maxCopyBytes`.
  */
-export function applyJsonPatch(target: unknown, ops: unknown): unknown {
+export function applyJsonPatch(
+  target: unknown,
+  ops: unknown,
+  limits: JsonPatchLimits = {},
+): unknown {
   if (!Array.isArray(ops)) {
     throw patchMalformed(
       `json: cannot unmarshal ${jsonKind(ops)} into Go value of type jsonpatch.Patch`,
@@ -317,9 +358,10 @@ export function applyJsonPatch(target: unknown, ops: unknown): unknown {
   }
   const list = ops.map(readOp);
   const box: Box = { v: deepClone(target) };
+  const budget: CopyBudget = { used: 0, limit: limits.maxCopyBytes ?? MAX_JSON_PATCH_COPY_BYTES };
   for (const op of list) {
     try {
-      applyOne(box, op);
+      applyOne(box, op, budget);
     } catch (e) {
       if (e instanceof ApplyError) throw patchNotApplicable(e.message);
       throw e;

@@ -19,38 +19,15 @@
  *
  * Functions whose work grows with their input charge the running rule's cost
  * meter with their input size, so the runtime cost limit covers them too.
+ *
+ * Regular expressions (`matches`, `find`, `findAll`) run in RE2, in time linear in
+ * the input, as in Kubernetes; a literal pattern RE2 cannot compile fails the
+ * rule's compilation (literalPatternIssue).
  */
 import { Environment } from "@marcbachmann/cel-js";
-
-/** The cost meter of the rule being evaluated (one rule runs at a time). */
-export interface CostMeter {
-  cost: number;
-  limit: number;
-}
-
-let current: CostMeter | undefined;
-
-/** Thrown (one shared instance, no stack) when a rule runs past its cost limit. */
-export const COST_EXCEEDED: Error = new Error("operation cancelled: actual cost limit exceeded");
-
-/** Runs `fn(arg)` with `meter` counting the cost of everything it evaluates. */
-export function withMeter<A, T>(meter: CostMeter, fn: (arg: A) => T, arg: A): T {
-  const previous = current;
-  current = meter;
-  try {
-    return fn(arg);
-  } finally {
-    current = previous;
-  }
-}
-
-/** Adds `n` to the running rule's cost; throws COST_EXCEEDED past its limit. */
-export function charge(n: number): void {
-  const m = current;
-  if (!m) return;
-  m.cost += n;
-  if (m.cost > m.limit) throw COST_EXCEEDED;
-}
+import { regexFind, regexFindAll, regexTest } from "../regex.ts";
+import { charge } from "./meter.ts";
+import { type AstNode, isAst } from "./types.ts";
 
 /** Strings are charged at one unit per ten characters, as Kubernetes estimates them. */
 function chargeString(s: string): void {
@@ -105,9 +82,9 @@ function listOf(v: unknown): unknown[] {
   throw new Error("expected a list");
 }
 
-function regex(pattern: string): RegExp {
+/** A pattern compiled by RE2, charged for its length. */
+function chargePattern(pattern: string): void {
   chargeString(pattern);
-  return new RegExp(pattern, "g");
 }
 
 /** A parsed URL, as Kubernetes' `url()` returns it. */
@@ -210,20 +187,13 @@ export function kubernetesEnvironment(): Environment {
   });
   env.registerFunction("string.find(string): string", (s: string, re: string) => {
     chargeString(s);
-    const m = regex(re).exec(s);
-    return m ? m[0] : "";
+    chargePattern(re);
+    return regexFind(re, s) ?? "";
   });
   const findAll = (s: string, re: string, n: bigint) => {
     chargeString(s);
-    const out: string[] = [];
-    const r = regex(re);
-    let m: RegExpExecArray | null = r.exec(s);
-    while (m !== null && (n < 0n || BigInt(out.length) < n)) {
-      out.push(m[0]);
-      if (m[0] === "") r.lastIndex++;
-      m = r.exec(s);
-    }
-    return out;
+    chargePattern(re);
+    return regexFindAll(re, s, n < 0n ? -1 : Number(n));
   };
   env.registerFunction("string.findAll(string): list<string>", (s: string, re: string) =>
     findAll(s, re, -1n),
@@ -286,4 +256,89 @@ export function kubernetesEnvironment(): Environment {
     },
   );
   return env;
+}
+
+/** The functions whose argument is a regular expression. */
+const REGEX_FUNCTIONS = new Set(["matches", "find", "findAll"]);
+
+/** Calls `fn` on every parsed node of an expression. */
+function visitAst(v: unknown, fn: (n: AstNode) => void): void {
+  if (Array.isArray(v)) {
+    for (const x of v) visitAst(x, fn);
+    return;
+  }
+  if (!isAst(v)) return;
+  fn(v);
+  if (v.op !== "value" && typeof v.args === "object" && v.args !== null) visitAst(v.args, fn);
+}
+
+/** A receiver call node's name, receiver and arguments, when `n` is one. */
+function receiverCall(n: AstNode): [string, unknown, unknown[]] | undefined {
+  if (n.op !== "rcall" || !Array.isArray(n.args)) return undefined;
+  const [name, receiver, args] = n.args as [unknown, unknown, unknown];
+  if (typeof name !== "string" || !Array.isArray(args)) return undefined;
+  return [name, receiver, args];
+}
+
+/** What is wrong with a literal pattern of a rule, as Kubernetes reports it. */
+export type PatternIssue =
+  /** `matches` with a literal RE2 cannot compile: a compile error at the literal. */
+  | { kind: "compile"; message: string; offset: number }
+  /** `find`/`findAll` with such a literal: the program cannot be instantiated. */
+  | { kind: "program"; message: string };
+
+/**
+ * The first call of `matches`, `find` or `findAll` whose pattern is a string
+ * literal RE2 cannot compile, or undefined.
+ */
+export function literalPatternIssue(ast: unknown): PatternIssue | undefined {
+  let issue: PatternIssue | undefined;
+  visitAst(ast, (n) => {
+    if (issue) return;
+    const call = receiverCall(n);
+    if (!call || !REGEX_FUNCTIONS.has(call[0])) return;
+    const arg = call[2][0];
+    if (!isAst(arg) || arg.op !== "value" || typeof arg.args !== "string") return;
+    try {
+      regexTest(arg.args, "");
+    } catch (err) {
+      const message = (err as Error).message;
+      issue =
+        call[0] === "matches"
+          ? { kind: "compile", message: "invalid matches argument", offset: arg.start ?? 0 }
+          : { kind: "program", message };
+    }
+  });
+  return issue;
+}
+
+interface CheckedCall {
+  handle?: (args: unknown, ev: unknown, ast: unknown) => unknown;
+}
+
+/**
+ * Makes the type-checked expression `ast` run `string.matches(string)` in RE2
+ * instead of the CEL library's backtracking RegExp. The library's handler stays
+ * for what RE2 does not decide (arguments that are not both strings: its error).
+ */
+export function useRe2Matches(ast: unknown): void {
+  visitAst(ast, (n) => {
+    const call = receiverCall(n);
+    if (call === undefined) return;
+    const [name, , args] = call;
+    if (name !== "matches" || args.length !== 1) return;
+    const node = n as AstNode & CheckedCall;
+    const original = node.handle;
+    if (typeof original !== "function") {
+      throw new Error("CEL matches() cannot be run in RE2: the expression is not type-checked");
+    }
+    node.handle = (args, ev, at) => {
+      if (Array.isArray(args) && typeof args[0] === "string" && typeof args[1] === "string") {
+        chargeString(args[0]);
+        chargePattern(args[1]);
+        return regexTest(args[1], args[0]);
+      }
+      return original(args, ev, at);
+    };
+  });
 }
