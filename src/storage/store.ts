@@ -35,6 +35,11 @@ export interface ListOptions {
   continue?: string;
   /** Read at this past revision (ignored when `continue` is given). */
   revision?: number;
+  /**
+   * Whether to count the items remaining after the page (remainingItemCount);
+   * default true. A reader that pages through everything does not need it.
+   */
+  countRemaining?: boolean;
 }
 
 export interface ListResult {

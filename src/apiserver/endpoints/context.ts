@@ -13,6 +13,7 @@ import type { DecodedObjects } from "../store/decoded-objects.ts";
 import type { ResourceStore, StoreUser } from "../store/index.ts";
 import type { NamespaceLifecycle } from "../store/namespaces.ts";
 import type { NoopApplies } from "../store/noop-applies.ts";
+import type { OutputBudget } from "../streaming/output-budget.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import type { Renderer } from "../wire/render.ts";
 import type { ApiLimits } from "./limits.ts";
@@ -35,6 +36,8 @@ export interface ApiContext {
   noopApplies: NoopApplies;
   /** Objects recently decoded or written, for the updates that start from them. */
   decoded: DecodedObjects;
+  /** Bytes of streamed responses in flight, over all requests (see streaming/). */
+  output: OutputBudget;
 }
 
 /** One request for a resource, resolved against the registry. */

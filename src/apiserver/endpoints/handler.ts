@@ -30,6 +30,7 @@ import { DecodedObjects } from "../store/decoded-objects.ts";
 import { type CacheEntry, ResourceStore, SERVER_USER } from "../store/index.ts";
 import { NamespaceLifecycle } from "../store/namespaces.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
+import { OutputBudget, type OutputBudgetStats } from "../streaming/output-budget.ts";
 import { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { writeError, writeObject, writeRaw } from "../wire/response.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
@@ -81,6 +82,10 @@ export interface ApiHandler {
    * yet (then nobody can tell). No storage read: cheap enough for every request.
    */
   serviceAccountUid(namespace: string, name: string): string | undefined;
+  /** The accounting of streamed responses' bytes in flight (lists, watches' initial events). */
+  outputStats(): OutputBudgetStats;
+  /** Number of open watches. */
+  openWatches(): number;
   /** Ends every open watch cleanly and stops the watch caches. */
   close(): Promise<void>;
 }
@@ -144,6 +149,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     watches: new WatchTracker(),
     noopApplies: new NoopApplies(),
     decoded: new DecodedObjects(),
+    output: new OutputBudget(limits.streamBudgetBytes),
     ...(opts.logger ? { logger: opts.logger } : {}),
   };
   caches.start();
@@ -178,6 +184,12 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       });
       const entry = store.cached();
       return entry ? accountUid(entry) : undefined;
+    },
+    outputStats() {
+      return ctx.output.stats;
+    },
+    openWatches() {
+      return ctx.watches.size;
     },
     async close() {
       closed = true;

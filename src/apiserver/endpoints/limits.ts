@@ -30,6 +30,21 @@ export interface ApiLimits {
   maxConflictRetries: number;
   /** Delay before a watch cache re-opens its storage watch after an error, in ms. */
   watchRestartDelayMs: number;
+  /**
+   * Bytes produced at a time for a streamed response (a list, a watch's initial
+   * events): the next chunk is made only once the client took this one.
+   */
+  streamChunkBytes: number;
+  /**
+   * Bytes of streamed responses produced and not yet handed to the kernel, over
+   * all requests; beyond, streams wait their turn.
+   */
+  streamBudgetBytes: number;
+  /**
+   * How long a client may take nothing of a streamed response (a list, a watch's
+   * initial events) before it is cut off, in ms.
+   */
+  streamStallMs: number;
 }
 
 /** 3 MiB: Kubernetes' request body limit. */
@@ -46,6 +61,9 @@ export const DEFAULT_API_LIMITS: Readonly<ApiLimits> = Object.freeze({
   storagePageSize: 1000,
   maxConflictRetries: 5,
   watchRestartDelayMs: 200,
+  streamChunkBytes: 1024 * 1024,
+  streamBudgetBytes: 64 * 1024 * 1024,
+  streamStallMs: 30_000,
 });
 
 /** The defaults with `overrides` applied. */

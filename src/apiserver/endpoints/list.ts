@@ -7,11 +7,12 @@
 
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { storageVersion } from "../../registry/types.ts";
-import { type CacheEntry, listsRaw, type ObjectFilter } from "../store/index.ts";
+import { listsRaw, type ObjectFilter } from "../store/index.ts";
 import { type Renderer, rawListJson, renderList, rendersRaw } from "../wire/render.ts";
 import { writeObject, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import type { ListOptions } from "./list-options.ts";
+import { streamsList, writeCachedList, writePagedList } from "./list-stream.ts";
 
 /** The filter of a list or watch request. */
 export function filterFor(scope: RequestScope, opts: ListOptions): ObjectFilter {
@@ -38,26 +39,6 @@ function writeList(scope: RequestScope, r: Renderer, items: KubeObject[], meta: 
   });
 }
 
-/**
- * The list envelope around the entries' JSON, assembled from their bytes in one
- * buffer (no string per item), sent as it is.
- */
-function rawEntriesList(r: Renderer, entries: readonly CacheEntry[], meta: ListMeta): Buffer {
-  // The envelope of an empty list ends with `[]}`: the items go before its `]}`.
-  const empty = rawListJson(r, [], meta);
-  const head = empty.slice(0, -2);
-  let bytes = Buffer.byteLength(head) + 2 + Math.max(0, entries.length - 1);
-  for (const e of entries) bytes += e.byteLength;
-  const out = Buffer.allocUnsafe(bytes);
-  let at = out.write(head, 0, "utf8");
-  for (let i = 0; i < entries.length; i++) {
-    if (i > 0) out[at++] = 0x2c; // ,
-    at += entries[i].copyTo(out, at);
-  }
-  out.write("]}", at, "latin1");
-  return out;
-}
-
 /** Serves a list from the watch cache (resourceVersion "0"). */
 async function listFromCache(
   scope: RequestScope,
@@ -66,14 +47,8 @@ async function listFromCache(
 ): Promise<void> {
   const { entries, revision } = await scope.store.listCached(filter);
   const meta: ListMeta = { resourceVersion: String(revision) };
-  if (rendersRaw(r, storageVersion(scope.def).name)) {
-    writeRaw(
-      scope.res,
-      200,
-      r.output.contentType,
-      rawEntriesList(r, entries, meta),
-      scope.warnings,
-    );
+  if (streamsList(r)) {
+    await writeCachedList(scope, r, entries, meta);
     return;
   }
   writeList(
@@ -81,6 +56,39 @@ async function listFromCache(
     r,
     entries.map((e) => JSON.parse(e.json) as KubeObject),
     meta,
+  );
+}
+
+/**
+ * Serves an unpaginated list from storage a page at a time (see writePagedList),
+ * every page read at the first one's revision.
+ */
+async function listPagesFromStorage(
+  scope: RequestScope,
+  r: Renderer,
+  opts: ListOptions,
+  filter: ObjectFilter,
+  raw: boolean,
+): Promise<void> {
+  const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
+  // The first page about a chunk, by the size of the objects the watch cache holds.
+  const cache = scope.ctx.caches.forDef(scope.def);
+  const average = cache.isReady ? cache.averageEntryBytes : 0;
+  const limit =
+    average > 0
+      ? Math.min(storagePageSize, Math.max(1, Math.ceil(streamChunkBytes / average)))
+      : storagePageSize;
+  // A page limit would make resourceVersion=N exact: the list asked for "not older than N".
+  const first: ListOptions = { ...opts, limit };
+  if (opts.resourceVersion !== "" && opts.resourceVersionMatch === undefined) {
+    first.resourceVersionMatch = "NotOlderThan";
+  }
+  // Paged through to the end: nobody needs the count of what remains after each page.
+  const page = await scope.store.list(first, filter, raw, false);
+  const meta: ListMeta = { resourceVersion: String(page.revision) };
+  const { resourceVersionMatch: _match, ...rest } = opts;
+  await writePagedList(scope, r, meta, page, (token, limit) =>
+    scope.store.list({ ...rest, limit, continue: token, resourceVersion: "" }, filter, raw, false),
   );
 }
 
@@ -92,7 +100,12 @@ export async function listResource(scope: RequestScope, opts: ListOptions): Prom
     await listFromCache(scope, r, filter);
     return;
   }
-  const page = await scope.store.list(opts, filter, sendsRaw(scope, filter));
+  const raw = sendsRaw(scope, filter);
+  if (opts.limit === 0 && !opts.continue && streamsList(r)) {
+    await listPagesFromStorage(scope, r, opts, filter, raw);
+    return;
+  }
+  const page = await scope.store.list(opts, filter, raw);
   const meta: ListMeta = { resourceVersion: String(page.revision) };
   if (page.continue) meta.continue = page.continue;
   if (page.remainingItemCount !== undefined) meta.remainingItemCount = page.remainingItemCount;

@@ -28,12 +28,14 @@ import {
   type SharedChunks,
 } from "../store/index.ts";
 import { tooLargeResourceVersion } from "../store/store-errors.ts";
+import { bytesChunks, ResponseStream, textChunks } from "../streaming/index.ts";
 import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
 import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
 import { setWarnings } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import { filterFor } from "./list.ts";
 import type { ListOptions } from "./list-options.ts";
+import { streamOptions } from "./list-stream.ts";
 
 /** The annotation that marks the bookmark ending a watch's initial events. */
 export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
@@ -144,6 +146,13 @@ class HttpWatcher implements CacheWatcher {
   #lastRev: number;
   #firstObjectSent = false;
   #onClose: (() => void)[] = [];
+  /**
+   * Set while the initial events are streamed: live events wait in #pending (and
+   * count against the slow-watcher bound) until they are all out.
+   */
+  #initial = false;
+  /** Bytes of the lines in #pending (counted while the initial events stream). */
+  #pendingBytes = 0;
 
   constructor(
     readonly scope: RequestScope,
@@ -189,12 +198,6 @@ class HttpWatcher implements CacheWatcher {
     return !first;
   }
 
-  /** Queues a line for the current state of an entry (initial events). */
-  sendEntry(e: CacheEntry): void {
-    this.#pending.push(this.renderer.entryLine("ADDED", e, this.#noHeaders()));
-    if (e.rev > this.#lastRev) this.#lastRev = e.rev;
-  }
-
   /** Queues an ADDED line for an object read from storage (initial events). */
   sendObject(obj: KubeObject): void {
     const json = this.renderer.object(obj, this.#noHeaders());
@@ -203,6 +206,10 @@ class HttpWatcher implements CacheWatcher {
 
   /** Queues a BOOKMARK at `rev` (annotated when it ends the initial events). */
   sendBookmark(rev: number, initialEventsEnd = false): void {
+    this.#pending.push(this.#bookmarkLine(rev, initialEventsEnd));
+  }
+
+  #bookmarkLine(rev: number, initialEventsEnd: boolean): string {
     const r = this.renderer.r;
     const metadata: Record<string, unknown> = { resourceVersion: String(rev) };
     if (initialEventsEnd) metadata.annotations = { [INITIAL_EVENTS_END_ANNOTATION]: "true" };
@@ -211,7 +218,7 @@ class HttpWatcher implements CacheWatcher {
       apiVersion: r.def.group ? `${r.def.group}/${r.version.name}` : r.version.name,
       metadata,
     };
-    this.#pending.push(`${JSON.stringify({ type: "BOOKMARK", object: obj })}\n`);
+    return `${JSON.stringify({ type: "BOOKMARK", object: obj })}\n`;
   }
 
   /** Writes an ERROR event and ends the watch. */
@@ -227,9 +234,14 @@ class HttpWatcher implements CacheWatcher {
       const sel = selectEvent(this.filter, ev);
       if (sel === null) return;
       const table = this.renderer.table;
-      this.#pending.push(
-        this.renderer.eventLine(ev, sel.type, sel.side, table ? this.#noHeaders() : false),
+      const line = this.renderer.eventLine(
+        ev,
+        sel.type,
+        sel.side,
+        table ? this.#noHeaders() : false,
       );
+      this.#pending.push(line);
+      if (this.#initial) this.#queued(line.length);
     } catch (err) {
       this.scope.ctx.logger?.error({ err }, "watch event could not be rendered");
       this.fail(errors.internal("watch event could not be rendered").status);
@@ -240,6 +252,10 @@ class HttpWatcher implements CacheWatcher {
     if (this.#closed) return;
     let from = 0;
     while (from < events.length && events[from].rev <= this.startRev) from++;
+    if (this.#initial) {
+      for (let i = from; i < events.length; i++) this.deliver(events[i]);
+      return;
+    }
     if (from === events.length) {
       this.flush();
       return;
@@ -272,8 +288,72 @@ class HttpWatcher implements CacheWatcher {
     return lines.length === 1 ? lines[0] : lines.join("");
   }
 
+  /**
+   * Counts a line queued while the initial events stream: a watcher whose queue
+   * grows past the slow-watcher bound is cut off, as one that stops reading live
+   * events is.
+   */
+  #queued(bytes: number): void {
+    this.#pendingBytes += bytes;
+    const limit = this.scope.ctx.limits.slowWatcherBytes;
+    if (this.#pendingBytes + this.scope.res.writableLength > limit) {
+      this.scope.ctx.logger?.warn(
+        { queued: this.#pendingBytes, resource: this.scope.def.names.plural },
+        "watch client is not taking its initial events; ending its watch",
+      );
+      this.close(true);
+    }
+  }
+
+  /**
+   * Streams the initial events: the ADDED lines of `entries` (the cache's state
+   * at startRev, already selected), chunk by chunk with backpressure (see
+   * streaming/), then (with `endBookmark`) the bookmark ending them; live events
+   * that arrived meanwhile follow. A client that takes nothing for the stall time
+   * is cut off.
+   */
+  async streamInitial(entries: readonly CacheEntry[], endBookmark: boolean): Promise<void> {
+    this.#initial = true;
+    const stream = new ResponseStream(
+      this.scope.res,
+      streamOptions(this.scope, () => {
+        this.scope.ctx.logger?.warn(
+          { resource: this.scope.def.names.plural },
+          "watch client stopped taking its initial events; ending its watch",
+        );
+        this.close(true);
+        this.scope.res.destroy();
+      }),
+    );
+    const f = { head: "", tail: "", separator: "", before: "", after: "" };
+    let produce: (room: number) => string | Buffer | null | Promise<string | Buffer | null>;
+    if (this.renderer.raw) {
+      produce = bytesChunks(entries, { ...f, before: '{"type":"ADDED","object":', after: "}\n" });
+    } else {
+      let at = 0;
+      produce = textChunks((room) => {
+        if (at >= entries.length) return null;
+        const lines: string[] = [];
+        let bytes = 0;
+        while (at < entries.length && (lines.length === 0 || bytes < room)) {
+          const line = this.renderer.entryLine("ADDED", entries[at++], this.#noHeaders());
+          lines.push(line);
+          bytes += line.length;
+        }
+        return lines;
+      }, f);
+    }
+    for (const e of entries) if (e.rev > this.#lastRev) this.#lastRev = e.rev;
+    const complete = await stream.pump(produce);
+    if (!complete || this.#closed) return;
+    this.#initial = false;
+    this.#pendingBytes = 0;
+    if (endBookmark) this.#pending.unshift(this.#bookmarkLine(this.startRev, true));
+    this.flush();
+  }
+
   flush(): void {
-    if (this.#pending.length === 0 || !this.#headersSent) return;
+    if (this.#initial || this.#pending.length === 0 || !this.#headersSent) return;
     const chunk = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
     this.#pending = [];
     this.#write(chunk);
@@ -303,6 +383,7 @@ class HttpWatcher implements CacheWatcher {
   startTimers(timeoutMs: number): void {
     if (this.bookmarks) {
       const t = setInterval(() => {
+        if (this.#initial) return;
         this.sendBookmark(Math.max(this.#lastRev, this.cacheRev(), this.startRev));
         this.flush();
       }, this.scope.ctx.limits.bookmarkIntervalMs);
@@ -332,8 +413,10 @@ class HttpWatcher implements CacheWatcher {
     const res = this.scope.res;
     if (!res.writableEnded && !res.destroyed) {
       if (!this.#headersSent) this.begin();
-      const rest = this.#pending.join("");
+      // Events after a partly sent initial state would describe a state the client never saw.
+      const rest = this.#initial ? "" : this.#pending.join("");
       this.#pending = [];
+      this.#pendingBytes = 0;
       res.end(rest);
       if (cutOff || res.writableLength > 0) {
         const t = setTimeout(() => {
@@ -409,13 +492,11 @@ export async function serveWatch(scope: RequestScope, opts: ListOptions): Promis
 
   if (initial) {
     watcher.begin();
-    for (const e of cache.entries(prefix)) {
-      if (entryMatches(filter, e)) watcher.sendEntry(e);
-    }
+    const entries = cache.entries(prefix).filter((e) => entryMatches(filter, e));
     watcher.startRev = cache.rev;
-    if (opts.sendInitialEvents === true) watcher.sendBookmark(cache.rev, true);
+    // Registered first: live events after the state's revision wait for the initial ones.
     register(scope, cache, watcher, opts);
-    watcher.flush();
+    await watcher.streamInitial(entries, opts.sendInitialEvents === true);
     return;
   }
 

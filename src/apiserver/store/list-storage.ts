@@ -81,6 +81,7 @@ export async function listFromStorage(
   opts: ListRequest,
   filter: ObjectFilter,
   raw = false,
+  countRemaining = true,
 ): Promise<StorageListResult> {
   const { store, limits } = ctx.services;
   const prefix = collectionPrefix(ctx.def, ctx.scope.namespace);
@@ -121,6 +122,8 @@ export async function listFromStorage(
       const pageSize = after !== undefined ? limits.storagePageSize : want;
       const page = await store.list(prefix, {
         limit: pageSize,
+        // Only a page asked for with a limit tells what remains after it.
+        countRemaining: countRemaining && limit > 0,
         ...(storeToken !== undefined
           ? { continue: storeToken }
           : revision !== undefined

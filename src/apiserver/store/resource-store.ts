@@ -134,10 +134,16 @@ export class ResourceStore implements StoreContext {
 
   /**
    * A list (or one page of it) read from storage; with `raw` (see listsRaw), as
-   * the objects' JSON instead of objects.
+   * the objects' JSON instead of objects; without `countRemaining`, no
+   * remainingItemCount (a reader paging to the end needs none).
    */
-  list(opts: ListRequest, filter: ObjectFilter, raw = false): Promise<StorageListResult> {
-    return listFromStorage(this, opts, filter, raw);
+  list(
+    opts: ListRequest,
+    filter: ObjectFilter,
+    raw = false,
+    countRemaining = true,
+  ): Promise<StorageListResult> {
+    return listFromStorage(this, opts, filter, raw, countRemaining);
   }
 
   /** The collection's objects `filter` selects, as the watch cache holds them now. */

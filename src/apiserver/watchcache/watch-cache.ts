@@ -294,6 +294,18 @@ class EventWindow {
 /** What starting a watch from a revision found. */
 export type ReplayResult = { ok: true; events: CacheEvent[] } | { ok: false; oldest: number };
 
+/** The index of the first of the sorted `keys` not below `key`. */
+function lowerBound(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
@@ -305,6 +317,10 @@ export class WatchCache {
   /** Every event with a revision above this is in the window. */
   oldestRev = 0;
   #entries = new Map<string, CacheEntry>();
+  /** Bytes of the entries' JSON, in all. */
+  #entryBytes = 0;
+  /** The entries' keys in order, made when asked for and kept until a key comes or goes. */
+  #sortedKeys: string[] | null = null;
   /** Where the entries' JSON is (replaced with the entries when they are read again). */
   #slabs = new JsonSlabs();
   /** The JSON string the last entry was made from (see CacheEvent.keepJson). */
@@ -371,6 +387,11 @@ export class WatchCache {
     return this.#entries.size;
   }
 
+  /** The average size of an object's JSON, in bytes (0 when there are none). */
+  get averageEntryBytes(): number {
+    return this.#entries.size === 0 ? 0 : this.#entryBytes / this.#entries.size;
+  }
+
   /** Slabs holding the objects' JSON (see watch-slabs.ts; for diagnostics and tests). */
   get slabCount(): number {
     return this.#slabs.slabCount;
@@ -405,13 +426,26 @@ export class WatchCache {
     return this.#entries.get(key);
   }
 
-  /** Entries under `prefix` (the type's prefix or a namespace's), sorted by key. */
+  /**
+   * Entries under `prefix` (the type's prefix or a namespace's), sorted by key. The
+   * keys are sorted once and kept until a key comes or goes (modifications keep
+   * the order), and a namespace's are found by binary search.
+   */
   entries(prefix = this.prefix): CacheEntry[] {
-    const out: CacheEntry[] = [];
-    for (const e of this.#entries.values()) {
-      if (prefix === this.prefix || e.key.startsWith(prefix)) out.push(e);
+    if (this.#sortedKeys === null) {
+      this.#sortedKeys = [...this.#entries.keys()];
+      this.#sortedKeys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     }
-    out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const keys = this.#sortedKeys;
+    let from = 0;
+    let to = keys.length;
+    if (prefix !== this.prefix) {
+      from = lowerBound(keys, prefix);
+      to = from;
+      while (to < keys.length && keys[to].startsWith(prefix)) to++;
+    }
+    const out: CacheEntry[] = new Array(to - from);
+    for (let i = from; i < to; i++) out[i - from] = this.#entries.get(keys[i])!;
     return out;
   }
 
@@ -549,6 +583,9 @@ export class WatchCache {
       token = page.continue;
     } while (token && !this.#stopped);
     this.#entries = entries;
+    this.#sortedKeys = null;
+    this.#entryBytes = 0;
+    for (const e of entries.values()) this.#entryBytes += e.byteLength;
     this.#slabs = slabs;
     this.#window.clear();
     this.rev = revision;
@@ -639,6 +676,10 @@ export class WatchCache {
     if (ev.type === "delete") {
       replaced = this.#entries.get(ev.key);
       this.#entries.delete(ev.key);
+      if (replaced) {
+        this.#entryBytes -= replaced.byteLength;
+        this.#sortedKeys = null;
+      }
       if (before) event = new CacheEvent("DELETED", ev.key, ev.revision, null, before);
     } else if (ev.value !== null) {
       this.#madeJson = undefined;
@@ -647,6 +688,8 @@ export class WatchCache {
         replaced = this.#entries.get(ev.key);
         cur.hold();
         this.#entries.set(ev.key, cur);
+        this.#entryBytes += cur.byteLength - (replaced?.byteLength ?? 0);
+        if (replaced === undefined) this.#sortedKeys = null;
         const type: EventType = before ? "MODIFIED" : "ADDED";
         event = new CacheEvent(type, ev.key, ev.revision, cur, before);
       }

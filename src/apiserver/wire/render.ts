@@ -113,3 +113,29 @@ export function rawListJson(r: Renderer, itemsJson: string[], listMeta: ListMeta
   });
   return `${head.slice(0, -1)},"items":[${itemsJson.join(",")}]}`;
 }
+
+/**
+ * The JSON of a list's envelope split where its elements go (items, or a Table's
+ * rows): `head` ends with the array's `[`, `tail` is `]}`. JSON output only.
+ */
+export function listEnvelopeJson(r: Renderer, listMeta: ListMeta): { head: string; tail: string } {
+  const empty = JSON.stringify(renderList(r, [], listMeta));
+  return { head: empty.slice(0, -2), tail: "]}" };
+}
+
+/** The JSON of each element of a list's array (items, or a Table's rows) for `objects`. */
+export function listElementsJson(r: Renderer, objects: KubeObject[]): string[] {
+  const versioned = objects.map((o) => convertToVersion(o, r.def, r.version.name));
+  switch (r.output.kind) {
+    case "partial": {
+      const v = r.output.metaVersion ?? "v1";
+      return versioned.map((o) => JSON.stringify(partialMetadata(o, v)));
+    }
+    case "table": {
+      const rows = tableOf(r, versioned, undefined, true).rows as unknown[];
+      return rows.map((row) => JSON.stringify(row));
+    }
+    default:
+      return versioned.map((o) => JSON.stringify(o));
+  }
+}

@@ -247,7 +247,10 @@ export class SqliteStore implements Store {
     if (page.more) {
       const lastKey = page.items[page.items.length - 1].key;
       result.continue = encodeContinue({ revision, lastKey });
-      if (this.#revision - revision <= REMAINING_COUNT_MAX_REVISIONS) {
+      if (
+        opts.countRemaining !== false &&
+        this.#revision - revision <= REMAINING_COUNT_MAX_REVISIONS
+      ) {
         result.remainingItemCount = this.#reader.count(keyAfter(lastKey), range.upper, revision);
       }
     }
