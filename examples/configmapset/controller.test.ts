@@ -14,8 +14,8 @@ import {
   retryOnConflict,
   silentLogger,
 } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
 import { addConfigMapSetController, MANAGED_SCOPE } from "./controller.ts";
 import {

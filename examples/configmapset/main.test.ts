@@ -7,8 +7,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { KubeObject } from "@setpoint/api";
 import { isNotFound } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind, configMapSet } from "./types.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));

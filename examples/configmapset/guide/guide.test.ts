@@ -6,8 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { Client, Manager, silentLogger } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
 import { type ConfigMap, ConfigMapKind } from "../types.ts";
 import { clientMoreTour, clientTour } from "./client.ts";
 import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";

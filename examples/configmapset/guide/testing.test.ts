@@ -1,8 +1,8 @@
 // A complete test of a controller with startTestEnv (docs/runtime.md shows this file).
 
 import { Manager, silentLogger } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
 import { addConfigMapSetController } from "../controller.ts";
 import { type ConfigMap, ConfigMapKind, configMapSet, configMapSetCrd } from "../types.ts";
 
