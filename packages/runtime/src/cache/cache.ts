@@ -11,6 +11,7 @@ import type { KubeList, KubeObject } from "@setpoint/api";
 import { errors, matchesLabels, parseLabelSelector } from "@setpoint/api";
 import type { Client, ListOptions, Reader, TypeRef } from "../client/client.ts";
 import { ApiError } from "../client/errors.ts";
+import type { Kind } from "../client/kind.ts";
 import { Informer, type InformerHealth, type InformerOptions } from "./informer.ts";
 import type { RuntimeLogger } from "./reflector.ts";
 
@@ -146,7 +147,10 @@ export class InformerCache implements Reader {
    * The shared informer for `type` in `scope` (the kind's default scope when
    * omitted), created on first request; started at once if the cache runs.
    */
-  informerFor<T extends KubeObject>(type: TypeRef, scope?: InformerScope): Informer<T> {
+  informerFor<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    scope?: InformerScope,
+  ): Informer<T> {
     const tk = typeKey(type);
     const s = scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND;
     const key = scopeKey(tk, s);
@@ -218,8 +222,8 @@ export class InformerCache implements Reader {
    * Reads an object from the kind's informer (waiting for its first sync). Throws
    * an ApiError NotFound, like the client, when the cache does not hold it.
    */
-  async get<T extends KubeObject>(
-    type: TypeRef,
+  async get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     scope?: InformerScope,
@@ -231,8 +235,8 @@ export class InformerCache implements Reader {
   }
 
   /** Reads an object without waiting: undefined when not held (or not synced yet). */
-  peek<T extends KubeObject>(
-    type: TypeRef,
+  peek<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     scope?: InformerScope,
@@ -246,8 +250,8 @@ export class InformerCache implements Reader {
    * selector and a field selector on metadata.name/namespace. `metadataOnly`
    * reads that scope's metadata-only informer.
    */
-  async list<T extends KubeObject>(
-    type: TypeRef,
+  async list<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     opts: CacheListOptions = {},
   ): Promise<KubeList<T>> {
     const scope = opts.metadataOnly

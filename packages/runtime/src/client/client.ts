@@ -23,6 +23,7 @@ import {
   sleep,
   synthesizeStatus,
 } from "./errors.ts";
+import type { Kind } from "./kind.ts";
 import { type LoadKubeconfigOptions, loadKubeconfig, type RestConfig } from "./kubeconfig.ts";
 import { TokenBucket } from "./throttle.ts";
 import { WatchStream } from "./watch-stream.ts";
@@ -184,8 +185,12 @@ export interface RawResponse {
 
 /** Reads objects: the Client reads the server, the InformerCache its local copies. */
 export interface Reader {
-  get<T extends KubeObject>(type: TypeRef, name: string, namespace?: string): Promise<T>;
-  list<T extends KubeObject>(type: TypeRef, opts?: ListOptions): Promise<KubeList<T>>;
+  get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    name: string,
+    namespace?: string,
+  ): Promise<T>;
+  list<T extends KubeObject = KubeObject>(type: Kind<T>, opts?: ListOptions): Promise<KubeList<T>>;
 }
 
 /** Request counts, for benchmarks and tests that count API calls. */
@@ -342,8 +347,8 @@ export class Client implements Reader {
     return { status: r.status, headers: r.headers, text: r.text, json };
   }
 
-  async get<T extends KubeObject>(
-    type: TypeRef,
+  async get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     opts: GetOptions = {},
@@ -363,7 +368,10 @@ export class Client implements Reader {
   }
 
   /** One page (or all, without `limit`) of a collection. Items carry apiVersion and kind. */
-  async list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    opts: ListOptions = {},
+  ): Promise<KubeList<T>> {
     const info = await this.resourceFor(type);
     const query = new URLSearchParams();
     if (opts.labelSelector) query.set("labelSelector", opts.labelSelector);
@@ -397,7 +405,10 @@ export class Client implements Reader {
    * The whole collection, read page by page (`limit` per page, default
    * DEFAULT_PAGE_SIZE). Continue requests carry no resourceVersion, as the API requires.
    */
-  async listAll<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  async listAll<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    opts: ListOptions = {},
+  ): Promise<KubeList<T>> {
     const limit = opts.limit ?? DEFAULT_PAGE_SIZE;
     const first = await this.list<T>(type, { ...opts, limit });
     let token = first.metadata.continue;
@@ -417,7 +428,7 @@ export class Client implements Reader {
   }
 
   /** Starts a watch; iterate the returned stream. Errors (including HTTP ones) surface while iterating. */
-  watch<T extends KubeObject>(type: TypeRef, opts: WatchOptions = {}): WatchStream<T> {
+  watch<T extends KubeObject = KubeObject>(type: Kind<T>, opts: WatchOptions = {}): WatchStream<T> {
     const meta = opts.metadataOnly === true;
     return new WatchStream<T>(
       async (signal) => {
@@ -498,8 +509,8 @@ export class Client implements Reader {
    * Patches an object. `patch` is sent as JSON (a string is sent as is, e.g. YAML
    * for apply); the content type follows `opts.type`.
    */
-  async patch<T extends KubeObject>(
-    type: TypeRef,
+  async patch<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace: string | undefined,
     patch: unknown,

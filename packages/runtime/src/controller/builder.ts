@@ -26,27 +26,15 @@
 import type { KubeObject } from "@setpoint/api";
 import type { InformerScope } from "../cache/cache.ts";
 import type { TypeRef } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 import type { Controller, ControllerOptions } from "./controller.ts";
 import type { Predicate } from "./predicates.ts";
 import type { RateLimiter } from "./rate-limiter.ts";
 import type { Reconciler } from "./reconciler.ts";
 import type { MapFn, WatchSpec } from "./watches.ts";
 
+export { type Kind, kind } from "../client/kind.ts";
 export type { MapFn, WatchSpec } from "./watches.ts";
-
-/** A kind, carrying the TypeScript type of its objects. */
-export interface Kind<T extends KubeObject = KubeObject> extends TypeRef {
-  /** Type-level only; never set. */
-  readonly __object?: T;
-}
-
-/** Declares a kind and the type of its objects: `kind<ConfigMap>("v1", "ConfigMap")`. */
-export function kind<T extends KubeObject = KubeObject>(
-  apiVersion: string,
-  kindName: string,
-): Kind<T> {
-  return { apiVersion, kind: kindName };
-}
 
 /** How `for`, `owns` and `watches` watch a kind. */
 export interface BuilderWatchOptions<T extends KubeObject> {

@@ -29,6 +29,7 @@
 import type { KubeObject } from "@setpoint/api";
 import type { CacheListOptions, InformerCache, InformerScope } from "../cache/cache.ts";
 import type { Client, TypeRef } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 import { type Clock, realClock, type TimerHandle } from "../clock.ts";
 import { controllerLogger, type Logger, requestKey, silentLogger } from "../log.ts";
 import { type EventRecorder, Recorder } from "../manager/events.ts";
@@ -435,14 +436,22 @@ export class Controller {
       return s;
     };
     return {
-      get: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
-        cache.get<T>(t, name, ns, scoped(t, scope)),
-      list: <T extends KubeObject>(t: TypeRef, opts: CacheListOptions = {}) => {
+      get: <T extends KubeObject = KubeObject>(
+        t: Kind<T>,
+        name: string,
+        ns?: string,
+        scope?: InformerScope,
+      ) => cache.get<T>(t, name, ns, scoped(t, scope)),
+      list: <T extends KubeObject = KubeObject>(t: Kind<T>, opts: CacheListOptions = {}) => {
         const scope = scoped(t, opts.scope);
         return cache.list<T>(t, scope === opts.scope ? opts : { ...opts, scope });
       },
-      peek: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
-        cache.peek<T>(t, name, ns, scoped(t, scope)),
+      peek: <T extends KubeObject = KubeObject>(
+        t: Kind<T>,
+        name: string,
+        ns?: string,
+        scope?: InformerScope,
+      ) => cache.peek<T>(t, name, ns, scoped(t, scope)),
     };
   }
 

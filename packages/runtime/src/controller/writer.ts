@@ -22,6 +22,7 @@ import {
   type UpdateOptions,
   type WriteOptions,
 } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 
 /** One object written by a reconcile, at the version the server returned. */
 export interface WrittenObject {
@@ -56,8 +57,8 @@ export class ReconcileClient {
   }
 
   /** Reads from the server (uncached). Prefer the context's cache reader. */
-  get<T extends KubeObject>(
-    type: TypeRef,
+  get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     opts: GetOptions = {},
@@ -66,7 +67,10 @@ export class ReconcileClient {
   }
 
   /** Lists from the server (uncached). Prefer the context's cache reader. */
-  list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  list<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    opts: ListOptions = {},
+  ): Promise<KubeList<T>> {
     return this.client.list<T>(type, withSignal(opts, this.signal));
   }
 
@@ -84,8 +88,8 @@ export class ReconcileClient {
     return this.track(typeOf(obj), () => this.client.updateStatus(obj, this.writeOpts(opts)));
   }
 
-  patch<T extends KubeObject>(
-    type: TypeRef,
+  patch<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace: string | undefined,
     patch: unknown,
