@@ -21,8 +21,8 @@ export const MAX_JSON_PATCH_OPERATIONS = 10_000;
 export interface JsonPatchOperation {
   op: "add" | "remove" | "replace" | "move" | "copy" | "test";
   path: string;
-  from?: string;
-  value?: unknown;
+  from?: string | undefined;
+  value?: unknown | undefined;
 }
 
 class PointerError extends Error {}
@@ -294,7 +294,9 @@ function applyOne(box: Box, op: JsonPatchOperation): void {
       return;
     }
     default:
-      throw new ApplyError(`Unexpected kind: ${String((op as { op?: unknown }).op ?? "unknown")}`);
+      throw new ApplyError(
+        `Unexpected kind: ${String((op as { op?: unknown | undefined }).op ?? "unknown")}`,
+      );
   }
 }
 

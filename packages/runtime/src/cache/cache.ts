@@ -17,32 +17,34 @@ import type { RuntimeLogger } from "./reflector.ts";
 
 /** What an informer watches: a namespace, label and field selectors, full objects or metadata. */
 export interface InformerScope {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Objects reduced to apiVersion, kind and metadata (PartialObjectMetadata). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
   /**
    * Applied to every object before it is stored (after managedFields are
    * stripped), e.g. to keep only the fields a controller reads. Informers with
    * different transform functions are distinct; the same function shares one.
    */
-  transform?: (obj: KubeObject) => KubeObject;
+  transform?: ((obj: KubeObject) => KubeObject) | undefined;
 }
 
 export interface InformerCacheOptions {
   /** Resync period of every informer, in ms (0 or unset: none). */
-  resyncMs?: number;
+  resyncMs?: number | undefined;
   /** Drop `metadata.managedFields` from cached objects (default true). */
-  stripManagedFields?: boolean;
+  stripManagedFields?: boolean | undefined;
   /**
    * The scope used for a kind when informerFor, get and list are not given one,
    * as "apiVersion/kind" → scope (e.g. only labelled Secrets). Unlisted kinds: everything.
    */
-  defaultScopes?: Record<string, InformerScope>;
+  defaultScopes?: Record<string, InformerScope> | undefined;
   /** Further informer settings (timeouts, backoff, page size) applied to every informer. */
-  informerOptions?: Omit<InformerOptions<KubeObject>, "resyncMs" | "stripManagedFields">;
-  logger?: RuntimeLogger;
+  informerOptions?:
+    | Omit<InformerOptions<KubeObject>, "resyncMs" | "stripManagedFields">
+    | undefined;
+  logger?: RuntimeLogger | undefined;
 }
 
 /** Options of a list from the cache: the client's list options, and which informer to read. */
@@ -52,7 +54,7 @@ export interface CacheListOptions extends ListOptions {
    * `metadataOnly`, that scope's metadata-only informer. `namespace`,
    * `labelSelector` and `fieldSelector` filter within what it holds.
    */
-  scope?: InformerScope;
+  scope?: InformerScope | undefined;
 }
 
 /** One informer's health, with what it watches. */
@@ -280,7 +282,7 @@ export class InformerCache implements Reader {
    */
   waitForResourceVersion(
     type: TypeRef,
-    key: { name: string; namespace?: string },
+    key: { name: string; namespace?: string | undefined },
     rv: string,
     timeoutMs: number,
     scope?: InformerScope,

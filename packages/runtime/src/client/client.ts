@@ -58,71 +58,71 @@ export const ACCEPT_METADATA_LIST =
 /** Options every call takes. */
 export interface CallOptions {
   /** Abandons the request when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface GetOptions extends CallOptions {
   /** Read at least this fresh ("0": any cached version). */
-  resourceVersion?: string;
+  resourceVersion?: string | undefined;
   /** Return only `metadata` (as PartialObjectMetadata when the server supports it). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
   /** Read a subresource ("status", "scale") instead of the object. */
-  subresource?: string;
+  subresource?: string | undefined;
 }
 
 export interface ListOptions extends CallOptions {
   /** Only this namespace (all namespaces when unset). */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Page size; the answer carries `metadata.continue` when more remain. */
-  limit?: number;
-  continue?: string;
+  limit?: number | undefined;
+  continue?: string | undefined;
   /** "" or unset: a consistent (quorum) read; "0": any version (served from the watch cache). */
-  resourceVersion?: string;
-  resourceVersionMatch?: "NotOlderThan" | "Exact";
+  resourceVersion?: string | undefined;
+  resourceVersionMatch?: "NotOlderThan" | "Exact" | undefined;
   /** Return only `metadata` of each item (PartialObjectMetadata when the server supports it). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
 }
 
 export interface WatchOptions extends CallOptions {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Start after this version (unset: the server's choice, starting with synthetic ADDs). */
-  resourceVersion?: string;
-  resourceVersionMatch?: "NotOlderThan" | "Exact";
+  resourceVersion?: string | undefined;
+  resourceVersionMatch?: "NotOlderThan" | "Exact" | undefined;
   /** Ask for BOOKMARK events (progress markers carrying only a resourceVersion). */
-  allowWatchBookmarks?: boolean;
+  allowWatchBookmarks?: boolean | undefined;
   /** The server ends the watch after this long. */
-  timeoutSeconds?: number;
+  timeoutSeconds?: number | undefined;
   /** Send the current state as ADDED events first (streaming list). */
-  sendInitialEvents?: boolean;
-  metadataOnly?: boolean;
+  sendInitialEvents?: boolean | undefined;
+  metadataOnly?: boolean | undefined;
   /** Fail the stream when no bytes arrive for this long (0: never). */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /** Called once the server has accepted the watch (answered 2xx). */
-  onOpen?: () => void;
+  onOpen?: (() => void) | undefined;
 }
 
 export interface WriteOptions extends CallOptions {
   /** Recorded in managedFields as the writer's name. */
-  fieldManager?: string;
+  fieldManager?: string | undefined;
   /** Validate and admit, but do not persist. */
-  dryRun?: boolean;
+  dryRun?: boolean | undefined;
   /** How the server treats unknown or duplicate fields. */
-  fieldValidation?: "Strict" | "Warn" | "Ignore";
+  fieldValidation?: "Strict" | "Warn" | "Ignore" | undefined;
 }
 
 export interface UpdateOptions extends WriteOptions {
   /** Replace a subresource ("status", "scale", a Namespace's "finalize") instead of the object. */
-  subresource?: string;
+  subresource?: string | undefined;
   /**
    * With `subresource`: the kind that has the subresource, when `obj` is of
    * another kind (an autoscaling/v1 Scale written to "scale"). `obj` still names
    * the object and its namespace. Default: `obj`'s own kind.
    */
-  parentType?: TypeRef;
+  parentType?: TypeRef | undefined;
 }
 
 /** Patch formats: JSON merge patch, JSON patch, strategic merge patch, server-side apply. */
@@ -131,31 +131,31 @@ export type PatchType = "merge" | "json" | "strategic" | "apply";
 export interface PatchOptions extends WriteOptions {
   type: PatchType;
   /** Server-side apply: take ownership of conflicting fields. */
-  force?: boolean;
+  force?: boolean | undefined;
   /** Patch a subresource ("status", "scale"). */
-  subresource?: string;
+  subresource?: string | undefined;
 }
 
 export interface ApplyOptions extends CallOptions {
   fieldManager: string;
-  force?: boolean;
-  subresource?: string;
-  dryRun?: boolean;
+  force?: boolean | undefined;
+  subresource?: string | undefined;
+  dryRun?: boolean | undefined;
 }
 
 export interface DeleteOptions extends CallOptions {
-  propagationPolicy?: "Orphan" | "Background" | "Foreground";
-  preconditions?: { uid?: string; resourceVersion?: string };
-  gracePeriodSeconds?: number;
-  dryRun?: boolean;
+  propagationPolicy?: "Orphan" | "Background" | "Foreground" | undefined;
+  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
+  gracePeriodSeconds?: number | undefined;
+  dryRun?: boolean | undefined;
 }
 
 /** Which objects a `deleteCollection` deletes, and how. */
 export interface DeleteCollectionOptions extends Omit<DeleteOptions, "preconditions"> {
   /** Only this namespace (for a namespaced kind; unset: all namespaces, where the server allows it). */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
 }
 
 /** HTTP methods a `raw` request may use. */
@@ -163,13 +163,13 @@ export type RawMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface RawOptions extends CallOptions {
   /** Added to the path's own query string, if it has one. */
-  query?: URLSearchParams | Record<string, string>;
+  query?: URLSearchParams | Record<string, string> | undefined;
   /** Sent as JSON (a string is sent as is). */
-  body?: unknown;
+  body?: unknown | undefined;
   /** Content-Type of the body (default application/json). */
-  contentType?: string;
+  contentType?: string | undefined;
   /** Accept header (default application/json). */
-  accept?: string;
+  accept?: string | undefined;
 }
 
 /** The answer to a `raw` request, whatever its status. */
@@ -211,13 +211,13 @@ interface RequestSpec {
   verb: string;
   method: string;
   path: string;
-  query?: URLSearchParams;
-  body?: unknown;
-  contentType?: string;
-  accept?: string;
-  signal?: AbortSignal;
+  query?: URLSearchParams | undefined;
+  body?: unknown | undefined;
+  contentType?: string | undefined;
+  accept?: string | undefined;
+  signal?: AbortSignal | undefined;
   /** 0: no deadline (watches). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** The type's apiVersion and kind, from an object. */
@@ -724,7 +724,7 @@ interface Exchange {
   /** "METHOD /path", for messages. */
   describe: string;
   /** The ApiError of a non-2xx answer. */
-  error?: ApiError;
+  error?: ApiError | undefined;
 }
 
 /** The body of a DELETE: DeleteOptions. */

@@ -10,7 +10,7 @@ import type { TypeRef } from "./discovery.ts";
 /** A kind, carrying the TypeScript type of its objects. A plain TypeRef is a `Kind<KubeObject>`. */
 export interface Kind<T extends KubeObject = KubeObject> extends TypeRef {
   /** Type-level only; never set. */
-  readonly __object?: T;
+  readonly __object?: T | undefined;
 }
 
 /** Declares a kind and the type of its objects: `kind<ConfigMap>("v1", "ConfigMap")`. */

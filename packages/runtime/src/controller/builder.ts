@@ -38,18 +38,18 @@ export type { MapFn, WatchSpec } from "./watches.ts";
 
 /** How `for`, `owns` and `watches` watch a kind. */
 export interface BuilderWatchOptions<T extends KubeObject> {
-  predicates?: Predicate<T>[];
+  predicates?: Predicate<T>[] | undefined;
   /** Watch only part of the kind (namespace, selectors, metadata only). */
-  scope?: InformerScope;
+  scope?: InformerScope | undefined;
 }
 
 export interface BuilderOptions {
-  maxConcurrentReconciles?: number;
-  reconcileTimeoutMs?: number;
-  readYourWritesTimeoutMs?: number;
-  rateLimiter?: RateLimiter;
+  maxConcurrentReconciles?: number | undefined;
+  reconcileTimeoutMs?: number | undefined;
+  readYourWritesTimeoutMs?: number | undefined;
+  rateLimiter?: RateLimiter | undefined;
   /** Finalizers the controller handles; the manager publishes them on its lease. */
-  finalizers?: string[];
+  finalizers?: string[] | undefined;
 }
 
 /**

@@ -28,7 +28,7 @@ import type { Kind } from "../client/kind.ts";
 export interface WrittenObject {
   type: TypeRef;
   name: string;
-  namespace?: string;
+  namespace?: string | undefined;
   resourceVersion: string;
 }
 
@@ -39,7 +39,10 @@ export interface ReconcileClientOptions {
   onWrite(w: WrittenObject): void;
 }
 
-function withSignal<O extends { signal?: AbortSignal }>(opts: O, signal: AbortSignal): O {
+function withSignal<O extends { signal?: AbortSignal | undefined }>(
+  opts: O,
+  signal: AbortSignal,
+): O {
   return { ...opts, signal: opts.signal ? AbortSignal.any([opts.signal, signal]) : signal };
 }
 
