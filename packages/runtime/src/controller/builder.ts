@@ -33,7 +33,6 @@ import type { RateLimiter } from "./rate-limiter.ts";
 import type { Reconciler } from "./reconciler.ts";
 import type { MapFn, WatchSpec } from "./watches.ts";
 
-export { type Kind, kind } from "../client/kind.ts";
 export type { MapFn, WatchSpec } from "./watches.ts";
 
 /** How `for`, `owns` and `watches` watch a kind. */
