@@ -17,7 +17,6 @@ import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
-import ts from "typescript";
 import { rewriteDeclarations } from "./build-packages.mjs";
 import { bundleIsFresh } from "./fresh.mjs";
 
@@ -74,7 +73,10 @@ try {
       entryPoints: { testenv: join(root, "src/testenv/index.ts") },
       external: ["@setpoint/*"],
     });
+    // Loaded only when building: `--if-stale` with a fresh bundle exits above without it.
+    const { default: ts } = await import("typescript");
     writeDeclarations(
+      ts,
       join(root, "src/testenv"),
       ["index.ts", "testenv.ts"],
       join(staging, "types/testenv"),
@@ -105,7 +107,7 @@ try {
  * their types, so no program is needed). They may import only each other and
  * packages: a relative import of anything else would point outside what is shipped.
  */
-function writeDeclarations(dir, files, out) {
+function writeDeclarations(ts, dir, files, out) {
   mkdirSync(out, { recursive: true });
   for (const file of files) {
     const { outputText, diagnostics } = ts.transpileDeclaration(
