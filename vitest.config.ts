@@ -5,7 +5,8 @@ const at = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
   resolve: {
-    // The workspace packages resolve to their TypeScript sources, as in tsconfig.json's paths.
+    // The workspace packages (and this package's own entry points) resolve to their
+    // TypeScript sources, as in tsconfig.json's paths.
     alias: [
       { find: /^@setpoint\/api$/, replacement: at("./packages/api/src/index.ts") },
       {
@@ -13,6 +14,8 @@ export default defineConfig({
         replacement: at("./packages/api/src/managedfields/index.ts"),
       },
       { find: /^@setpoint\/runtime$/, replacement: at("./packages/runtime/src/index.ts") },
+      // The package's own library entry, as the examples import it.
+      { find: /^setpoint\/testenv$/, replacement: at("./src/testenv/index.ts") },
     ],
   },
   test: {

@@ -1,5 +1,7 @@
-// Whether dist/ (built by scripts/build.mjs) is newer than every source file.
-import { readdirSync, statSync } from "node:fs";
+// Whether dist/ (built by scripts/build.mjs) is newer than every source file. An
+// installed package (from `npm pack`) ships dist/ without the sources: its bundle is
+// fresh as long as it exists.
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = new URL("../", import.meta.url);
@@ -18,8 +20,10 @@ function newest(dir) {
 
 export function bundleIsFresh() {
   try {
-    const sources = ["src/", "packages/api/src/", "packages/runtime/src/"];
-    const latest = Math.max(...sources.map((dir) => newest(fileURLToPath(new URL(dir, root)))));
+    const sources = ["src/", "packages/api/src/", "packages/runtime/src/"]
+      .map((dir) => fileURLToPath(new URL(dir, root)))
+      .filter((dir) => existsSync(dir));
+    const latest = Math.max(0, ...sources.map((dir) => newest(dir)));
     return statSync(BUNDLE).mtimeMs >= latest;
   } catch {
     return false;

@@ -14,8 +14,8 @@ import {
   retryOnConflict,
   silentLogger,
 } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
 import { SET_LABEL, TEMPLATE_LABELS_ANNOTATION } from "./configmap.ts";
 import { addConfigMapSetController, MANAGED_SCOPE } from "./controller.ts";
 import {
@@ -70,7 +70,7 @@ async function createNamespace(name: string, labels: Record<string, string>): Pr
 
 async function relabelNamespace(name: string, labels: Record<string, string>): Promise<void> {
   await retryOnConflict(async () => {
-    const ns = await user.get<Namespace>(NamespaceKind, name);
+    const ns = await user.get(NamespaceKind, name);
     ns.metadata.labels = labels;
     await user.update(ns);
   });
@@ -78,7 +78,7 @@ async function relabelNamespace(name: string, labels: Record<string, string>): P
 
 async function getConfigMap(name: string, ns: string): Promise<ConfigMap | undefined> {
   try {
-    return await user.get<ConfigMap>(ConfigMapKind, name, ns);
+    return await user.get(ConfigMapKind, name, ns);
   } catch (e) {
     if (isNotFound(e)) return undefined;
     throw e;
@@ -86,7 +86,7 @@ async function getConfigMap(name: string, ns: string): Promise<ConfigMap | undef
 }
 
 async function getSet(name: string): Promise<ConfigMapSet> {
-  return user.get<ConfigMapSet>(ConfigMapSetKind, name);
+  return user.get(ConfigMapSetKind, name);
 }
 
 async function updateSpec(name: string, change: (spec: ConfigMapSetSpec) => void): Promise<void> {

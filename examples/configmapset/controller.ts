@@ -31,6 +31,8 @@ import {
   matchesLabels,
 } from "@setpoint/api";
 import {
+  type BuilderOptions,
+  type Controller,
   createOrUpdate,
   generationChanged,
   isAlreadyExists,
@@ -74,10 +76,6 @@ export const FOREIGN_RECHECK_MS = 30_000;
 /** Most namespaces named in a condition message; the rest are counted. */
 export const MESSAGE_NAMESPACES_MAX = 5;
 
-/** The options `withOptions` takes (workers, timeouts, rate limiter). */
-export type ControllerOptions = Parameters<ReturnType<Manager["controller"]>["withOptions"]>[0];
-type Controller = ReturnType<ReturnType<Manager["controller"]>["complete"]>;
-
 /** The parsed selector of a set, or undefined when it does not parse. */
 const selectors = new WeakMap<ConfigMapSet, LabelSelector | null>();
 export function selectorOf(set: ConfigMapSet): LabelSelector | undefined {
@@ -119,8 +117,8 @@ const namespaceChanged: Predicate<Namespace> = or(labelChanged<Namespace>(), {
 
 // #region register
 /** Registers the controller with `mgr`. */
-export function addConfigMapSetController(mgr: Manager, opts: ControllerOptions = {}): Controller {
-  const sets = mgr.cache.informerFor<ConfigMapSet>(ConfigMapSetKind);
+export function addConfigMapSetController(mgr: Manager, opts: BuilderOptions = {}): Controller {
+  const sets = mgr.cache.informerFor(ConfigMapSetKind);
   return mgr
     .controller(CONTROLLER_NAME)
     .for(ConfigMapSetKind, { predicates: [generationChanged<ConfigMapSet>()] })
@@ -151,7 +149,7 @@ export async function reconcileConfigMapSet(
 ): Promise<Result | undefined> {
   let set: ConfigMapSet;
   try {
-    set = await ctx.reader.get<ConfigMapSet>(ConfigMapSetKind, req.name);
+    set = await ctx.reader.get(ConfigMapSetKind, req.name);
   } catch (e) {
     if (isNotFound(e)) return undefined; // deleted: its ConfigMaps go with it (ownerReferences)
     throw e;
@@ -180,7 +178,7 @@ export async function reconcileConfigMapSet(
   }
   // #endregion
 
-  const namespaces = (await ctx.reader.list<Namespace>(NamespaceKind)).items;
+  const namespaces = (await ctx.reader.list(NamespaceKind)).items;
   const pass: Pass = { matching: 0, ready: 0, foreign: [], failed: [] };
   for (const ns of namespaces) {
     const name = ns.metadata.name ?? "";
@@ -251,7 +249,7 @@ async function removeConfigMap(
   namespace: string,
 ): Promise<void> {
   const name = set.metadata.name ?? "";
-  const cm = ctx.reader.peek<ConfigMap>(ConfigMapKind, name, namespace);
+  const cm = ctx.reader.peek(ConfigMapKind, name, namespace);
   if (!cm || !isControlledBy(cm, set)) return;
   try {
     await ctx.client.delete(ConfigMapKind, name, namespace, {

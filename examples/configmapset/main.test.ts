@@ -7,9 +7,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { KubeObject } from "@setpoint/api";
 import { isNotFound } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../src/testenv/testenv.ts";
-import { type ConfigMap, ConfigMapKind, configMapSet } from "./types.ts";
+import { ConfigMapKind, configMapSet } from "./types.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const WAIT = { timeout: 15_000, interval: 50 };
@@ -61,7 +61,7 @@ it("installs the CRD, reconciles, and shuts down on SIGTERM releasing its lease"
     WAIT,
   );
   await vi.waitFor(async () => {
-    const cm = await env.client.get<ConfigMap>(ConfigMapKind, "main-demo", "from-main");
+    const cm = await env.client.get(ConfigMapKind, "main-demo", "from-main");
     expect(cm.data).toEqual({ hello: "world" });
   }, WAIT);
   const lease = await env.client.get<KubeObject & { spec?: { holderIdentity?: string } }>(

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Condition, KubeObject, MetaV1LabelSelector } from "@setpoint/api";
-import type { TypeRef } from "@setpoint/runtime";
+import { kind } from "@setpoint/runtime";
 import { parse } from "yaml";
 
 /** The API group of the example. */
@@ -13,15 +13,12 @@ export const GROUP = "examples.setpoint.dev";
 /** The served (and stored) version. */
 export const VERSION = "v1alpha1";
 
-/** The ConfigMapSet kind. Cluster-scoped. */
-export const ConfigMapSetKind: TypeRef = {
-  apiVersion: `${GROUP}/${VERSION}`,
-  kind: "ConfigMapSet",
-};
+/** The ConfigMapSet kind. Cluster-scoped. Reads given a kind return its type. */
+export const ConfigMapSetKind = kind<ConfigMapSet>(`${GROUP}/${VERSION}`, "ConfigMapSet");
 /** The core ConfigMap kind. */
-export const ConfigMapKind: TypeRef = { apiVersion: "v1", kind: "ConfigMap" };
+export const ConfigMapKind = kind<ConfigMap>("v1", "ConfigMap");
 /** The core Namespace kind. */
-export const NamespaceKind: TypeRef = { apiVersion: "v1", kind: "Namespace" };
+export const NamespaceKind = kind<Namespace>("v1", "Namespace");
 
 /** What every managed ConfigMap holds. */
 export interface ConfigMapTemplate {

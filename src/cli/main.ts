@@ -4,6 +4,7 @@ import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
 import { UP_USAGE, up } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
+import { setpointVersion } from "./version.ts";
 
 export const USAGE = `Usage: setpoint <command> [flags]
 
@@ -13,7 +14,7 @@ Commands:
   doctor      check the control plane's health at a glance
   controller-manager  run the built-in controllers against an API server
 
-Run 'setpoint <command> --help' for a command's flags.
+Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -28,6 +29,10 @@ export async function main(argv: string[]): Promise<number> {
         return await doctor(rest);
       case "controller-manager":
         return await controllerManager(rest);
+      case "--version":
+      case "version":
+        process.stdout.write(`${setpointVersion()}\n`);
+        return 0;
       case undefined:
       case "help":
       case "--help":

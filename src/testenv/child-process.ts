@@ -27,7 +27,7 @@ function childEntry(): { path: string; execArgv: string[]; env: NodeJS.ProcessEn
   const here = new URL(".", import.meta.url);
   const ts = new URL("child-main.ts", here);
   if (!existsSync(fileURLToPath(ts))) {
-    return { path: fileURLToPath(new URL("child-main.js", here)), execArgv: [], env: process.env };
+    return { path: fileURLToPath(new URL("child-main.mjs", here)), execArgv: [], env: process.env };
   }
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
   // The repository's tsconfig maps the workspace packages (@setpoint/api, @setpoint/runtime).

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { kind } from "../../packages/runtime/src/client/kind.ts";
 import { labelChanged, matching } from "../../packages/runtime/src/controller/predicates.ts";
 import type { Request } from "../../packages/runtime/src/controller/reconciler.ts";
 import { setControllerReference } from "../../packages/runtime/src/helpers/owner-references.ts";

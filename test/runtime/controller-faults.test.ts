@@ -14,7 +14,7 @@ import { deepClone } from "../../packages/api/src/deep-copy.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { Client } from "../../packages/runtime/src/client/client.ts";
 import { isNotFound, retryOnConflict } from "../../packages/runtime/src/client/errors.ts";
-import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { kind } from "../../packages/runtime/src/client/kind.ts";
 import { matching } from "../../packages/runtime/src/controller/predicates.ts";
 import { ExponentialBackoffRateLimiter } from "../../packages/runtime/src/controller/rate-limiter.ts";
 import type { Reconciler } from "../../packages/runtime/src/controller/reconciler.ts";

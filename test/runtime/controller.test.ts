@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { Client as RuntimeClient } from "../../packages/runtime/src/client/client.ts";
 import { isConflict, isNotFound } from "../../packages/runtime/src/client/errors.ts";
-import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { kind } from "../../packages/runtime/src/client/kind.ts";
 import { matching } from "../../packages/runtime/src/controller/predicates.ts";
 import { ExponentialBackoffRateLimiter } from "../../packages/runtime/src/controller/rate-limiter.ts";
 import { TerminalError } from "../../packages/runtime/src/controller/reconciler.ts";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { kind } from "../../packages/runtime/src/controller/builder.ts";
+import { kind } from "../../packages/runtime/src/client/kind.ts";
 import { ReconcileStoppedError } from "../../packages/runtime/src/controller/controller.ts";
 import { matching } from "../../packages/runtime/src/controller/predicates.ts";
 import { silentLogger } from "../../packages/runtime/src/log.ts";

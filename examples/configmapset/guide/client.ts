@@ -6,6 +6,7 @@ import type { KubeObject } from "@setpoint/api";
 import {
   type Client,
   isNotFound,
+  kind,
   mapLimit,
   preferredResources,
   retryOnConflict,
@@ -18,18 +19,18 @@ type NamespaceObject = KubeObject & { status?: { phase?: string } };
 export async function clientTour(client: Client, namespace: string): Promise<string[]> {
   const log: string[] = [];
   // #region client
-  const ConfigMap = { apiVersion: "v1", kind: "ConfigMap" };
+  const ConfigMap = kind<ConfigMapObject>("v1", "ConfigMap");
 
   await client.create({
     ...ConfigMap,
     metadata: { name: "app-config", namespace, labels: { app: "web" } },
     data: { mode: "fast" },
   });
-  const cm = await client.get<ConfigMapObject>(ConfigMap, "app-config", namespace);
+  const cm = await client.get(ConfigMap, "app-config", namespace);
   log.push(`created at resourceVersion ${cm.metadata.resourceVersion}`);
 
   // One page of a list; pass `continue` for the next, or use listAll.
-  const page = await client.list<ConfigMapObject>(ConfigMap, {
+  const page = await client.list(ConfigMap, {
     namespace,
     labelSelector: "app=web",
     limit: 100,
@@ -38,7 +39,7 @@ export async function clientTour(client: Client, namespace: string): Promise<str
 
   // Read-modify-write, retried when someone else wrote in between (409 Conflict).
   await retryOnConflict(async () => {
-    const current = await client.get<ConfigMapObject>(ConfigMap, "app-config", namespace);
+    const current = await client.get(ConfigMap, "app-config", namespace);
     current.data = { ...current.data, mode: "safe" };
     await client.update(current);
   });
@@ -74,8 +75,8 @@ export async function clientTour(client: Client, namespace: string): Promise<str
 export async function clientMoreTour(client: Client, namespace: string): Promise<string[]> {
   const log: string[] = [];
   // #region client-more
-  const ConfigMap = { apiVersion: "v1", kind: "ConfigMap" };
-  const Namespace = { apiVersion: "v1", kind: "Namespace" };
+  const ConfigMap = kind<ConfigMapObject>("v1", "ConfigMap");
+  const Namespace = kind<NamespaceObject>("v1", "Namespace");
 
   // Many calls, at most 2 in flight; every item is attempted even if one fails.
   const created = await mapLimit(["a", "b", "c"], 2, (name) =>
@@ -86,7 +87,7 @@ export async function clientMoreTour(client: Client, namespace: string): Promise
   await client.deleteCollection(ConfigMap, { namespace, labelSelector: "batch=1" });
 
   // get, update and patch reach a subresource through `subresource`.
-  const ns = await client.get<NamespaceObject>(Namespace, namespace, undefined, {
+  const ns = await client.get(Namespace, namespace, undefined, {
     subresource: "status",
   });
   log.push(`phase ${ns.status?.phase}`);

@@ -26,7 +26,7 @@ export const AUDIT_FINALIZER = "guide.setpoint.dev/audit";
 export async function reconcileAudited(req: Request, ctx: ReconcileContext): Promise<void> {
   let cm: ConfigMap;
   try {
-    cm = await ctx.reader.get<ConfigMap>(ConfigMapKind, req.name, req.namespace);
+    cm = await ctx.reader.get(ConfigMapKind, req.name, req.namespace);
   } catch (e) {
     if (isNotFound(e)) return; // gone: nothing left to do
     throw e;

@@ -6,9 +6,9 @@
  */
 import { readFileSync } from "node:fs";
 import { Client, Manager, silentLogger } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
-import { type ConfigMap, ConfigMapKind } from "../types.ts";
+import { ConfigMapKind } from "../types.ts";
 import { clientMoreTour, clientTour } from "./client.ts";
 import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";
 import { informerTour } from "./informer.ts";
@@ -197,16 +197,16 @@ describe("the guide's examples against a real apiserver", () => {
       });
       await vi.waitFor(
         async () => {
-          const cm = await client.get<ConfigMap>(ConfigMapKind, "precious", ns);
+          const cm = await client.get(ConfigMapKind, "precious", ns);
           expect(cm.metadata.finalizers).toEqual([AUDIT_FINALIZER]);
         },
         { timeout: 5_000, interval: 20 },
       );
-      const uid = (await client.get<ConfigMap>(ConfigMapKind, "precious", ns)).metadata.uid;
+      const uid = (await client.get(ConfigMapKind, "precious", ns)).metadata.uid;
       await client.delete(ConfigMapKind, "precious", ns);
       await vi.waitFor(
         async () => {
-          const log = await client.get<ConfigMap>(ConfigMapKind, "audit-log", ns);
+          const log = await client.get(ConfigMapKind, "audit-log", ns);
           expect(log.data).toEqual({ precious: `deleted (uid ${uid})` });
           const gone = await client.get(ConfigMapKind, "precious", ns).catch((e) => e);
           expect((gone as { status?: { code?: number } }).status?.code).toBe(404);

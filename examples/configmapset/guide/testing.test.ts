@@ -1,10 +1,10 @@
 // A complete test of a controller with startTestEnv (docs/runtime.md shows this file).
 
 import { Manager, silentLogger } from "@setpoint/runtime";
+import { startTestEnv, type TestEnv } from "setpoint/testenv";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { startTestEnv, type TestEnv } from "../../../src/testenv/testenv.ts";
 import { addConfigMapSetController } from "../controller.ts";
-import { type ConfigMap, ConfigMapKind, configMapSet, configMapSetCrd } from "../types.ts";
+import { ConfigMapKind, configMapSet, configMapSetCrd } from "../types.ts";
 
 let env: TestEnv;
 let mgr: Manager;
@@ -39,7 +39,7 @@ it("puts the ConfigMap into a namespace that matches", async () => {
 
   await vi.waitFor(
     async () => {
-      const cm = await env.client.get<ConfigMap>(ConfigMapKind, "settings", "team-a");
+      const cm = await env.client.get(ConfigMapKind, "settings", "team-a");
       expect(cm.data).toEqual({ level: "info" });
     },
     { timeout: 5_000, interval: 20 },

@@ -29,7 +29,13 @@ export type JsonPathNode =
   | { type: "field"; name: string }
   | { type: "wildcard" }
   | { type: "recursive" }
-  | { type: "slice"; start?: number; end?: number; step?: number; single: boolean }
+  | {
+      type: "slice";
+      start?: number | undefined;
+      end?: number | undefined;
+      step?: number | undefined;
+      single: boolean;
+    }
   | { type: "union"; branches: JsonPathNode[][] }
   | {
       type: "filter";
@@ -279,8 +285,10 @@ function parseAction(body: string): JsonPathNode[] {
 // ---------------------------------------------------------------------------
 // Templates: text with {actions}.
 
-function splitTemplate(template: string): { text?: string; action?: string }[] {
-  const out: { text?: string; action?: string }[] = [];
+function splitTemplate(
+  template: string,
+): { text?: string | undefined; action?: string | undefined }[] {
+  const out: { text?: string | undefined; action?: string | undefined }[] = [];
   let i = 0;
   let textStart = 0;
   while (i < template.length) {

@@ -34,7 +34,7 @@ export interface LabelRequirement {
  */
 export interface LabelSelector {
   readonly requirements: readonly LabelRequirement[];
-  readonly nothing?: boolean;
+  readonly nothing?: boolean | undefined;
 }
 
 /** The selector that matches every object. */
@@ -268,12 +268,14 @@ export function labelSelectorFromSet(set: Record<string, string> | undefined): L
 
 /** metav1.LabelSelector as it appears in objects (Deployment spec.selector and the like). */
 export interface MetaV1LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: {
-    key: string;
-    operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
-    values?: string[];
-  }[];
+  matchLabels?: Record<string, string> | undefined;
+  matchExpressions?:
+    | {
+        key: string;
+        operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+        values?: string[] | undefined;
+      }[]
+    | undefined;
 }
 
 /**

@@ -8,49 +8,49 @@ export interface OwnerReference {
   kind: string;
   name: string;
   uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
+  controller?: boolean | undefined;
+  blockOwnerDeletion?: boolean | undefined;
 }
 
 export type FieldsV1 = Record<string, unknown>;
 
 export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: "Apply" | "Update";
-  apiVersion?: string;
-  time?: string;
-  fieldsType?: "FieldsV1";
-  fieldsV1?: FieldsV1;
-  subresource?: string;
+  manager?: string | undefined;
+  operation?: "Apply" | "Update" | undefined;
+  apiVersion?: string | undefined;
+  time?: string | undefined;
+  fieldsType?: "FieldsV1" | undefined;
+  fieldsV1?: FieldsV1 | undefined;
+  subresource?: string | undefined;
 }
 
 export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  deletionGracePeriodSeconds?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: OwnerReference[];
-  finalizers?: string[];
-  managedFields?: ManagedFieldsEntry[];
+  name?: string | undefined;
+  generateName?: string | undefined;
+  namespace?: string | undefined;
+  uid?: string | undefined;
+  resourceVersion?: string | undefined;
+  generation?: number | undefined;
+  creationTimestamp?: string | undefined;
+  deletionTimestamp?: string | undefined;
+  deletionGracePeriodSeconds?: number | undefined;
+  labels?: Record<string, string> | undefined;
+  annotations?: Record<string, string> | undefined;
+  ownerReferences?: OwnerReference[] | undefined;
+  finalizers?: string[] | undefined;
+  managedFields?: ManagedFieldsEntry[] | undefined;
 }
 
 export interface ListMeta {
-  resourceVersion?: string;
-  continue?: string;
-  remainingItemCount?: number;
+  resourceVersion?: string | undefined;
+  continue?: string | undefined;
+  remainingItemCount?: number | undefined;
 }
 
 /** Any API object: apiVersion, kind, metadata, and whatever else its type defines. */
 export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
   metadata: ObjectMeta;
   [field: string]: unknown;
 }
@@ -66,7 +66,7 @@ export interface KubeList<T extends KubeObject = KubeObject> {
 export interface Condition {
   type: string;
   status: "True" | "False" | "Unknown";
-  observedGeneration?: number;
+  observedGeneration?: number | undefined;
   lastTransitionTime: string;
   reason: string;
   message: string;

@@ -6,65 +6,68 @@
  * server-side apply and `/openapi/v3` all read one description of each type.
  */
 export interface Schema {
-  type?: "object" | "array" | "string" | "integer" | "number" | "boolean";
-  description?: string;
-  format?: string;
-  title?: string;
-  default?: unknown;
-  nullable?: boolean;
-  enum?: unknown[];
-  pattern?: string;
-  minLength?: number;
-  maxLength?: number;
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: boolean;
-  exclusiveMaximum?: boolean;
-  multipleOf?: number;
-  minItems?: number;
-  maxItems?: number;
-  uniqueItems?: boolean;
-  minProperties?: number;
-  maxProperties?: number;
-  required?: string[];
-  properties?: Record<string, Schema>;
-  additionalProperties?: Schema | boolean;
-  items?: Schema;
-  allOf?: Schema[];
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-  not?: Schema;
+  type?: "object" | "array" | "string" | "integer" | "number" | "boolean" | undefined;
+  description?: string | undefined;
+  format?: string | undefined;
+  title?: string | undefined;
+  default?: unknown | undefined;
+  nullable?: boolean | undefined;
+  enum?: unknown[] | undefined;
+  pattern?: string | undefined;
+  minLength?: number | undefined;
+  maxLength?: number | undefined;
+  minimum?: number | undefined;
+  maximum?: number | undefined;
+  exclusiveMinimum?: boolean | undefined;
+  exclusiveMaximum?: boolean | undefined;
+  multipleOf?: number | undefined;
+  minItems?: number | undefined;
+  maxItems?: number | undefined;
+  uniqueItems?: boolean | undefined;
+  minProperties?: number | undefined;
+  maxProperties?: number | undefined;
+  required?: string[] | undefined;
+  properties?: Record<string, Schema> | undefined;
+  additionalProperties?: Schema | boolean | undefined;
+  items?: Schema | undefined;
+  allOf?: Schema[] | undefined;
+  anyOf?: Schema[] | undefined;
+  oneOf?: Schema[] | undefined;
+  not?: Schema | undefined;
   /** A reference into `components.schemas` (only in published OpenAPI documents). */
-  $ref?: string;
+  $ref?: string | undefined;
 
-  "x-kubernetes-preserve-unknown-fields"?: boolean;
-  "x-kubernetes-embedded-resource"?: boolean;
-  "x-kubernetes-int-or-string"?: boolean;
+  "x-kubernetes-preserve-unknown-fields"?: boolean | undefined;
+  "x-kubernetes-embedded-resource"?: boolean | undefined;
+  "x-kubernetes-int-or-string"?: boolean | undefined;
   /** atomic: replaced whole; set: scalar items merged as a set; map: items keyed by list-map-keys. */
-  "x-kubernetes-list-type"?: "atomic" | "set" | "map";
-  "x-kubernetes-list-map-keys"?: string[];
+  "x-kubernetes-list-type"?: "atomic" | "set" | "map" | undefined;
+  "x-kubernetes-list-map-keys"?: string[] | undefined;
   /** atomic: replaced whole; granular (default): merged key by key. */
-  "x-kubernetes-map-type"?: "atomic" | "granular";
+  "x-kubernetes-map-type"?: "atomic" | "granular" | undefined;
   /** Strategic merge patch: the key that identifies list items (e.g. "name"). */
-  "x-kubernetes-patch-merge-key"?: string;
+  "x-kubernetes-patch-merge-key"?: string | undefined;
   /** Strategic merge patch: "merge", "replace", "retainKeys", or "merge,retainKeys". */
-  "x-kubernetes-patch-strategy"?: string;
-  "x-kubernetes-validations"?: ValidationRule[];
+  "x-kubernetes-patch-strategy"?: string | undefined;
+  "x-kubernetes-validations"?: ValidationRule[] | undefined;
   /** Published in OpenAPI documents on top-level kinds. */
-  "x-kubernetes-group-version-kind"?: { group: string; version: string; kind: string }[];
+  "x-kubernetes-group-version-kind"?:
+    | { group: string; version: string; kind: string }[]
+    | undefined;
 }
 
 export interface ValidationRule {
   rule: string;
-  message?: string;
-  messageExpression?: string;
+  message?: string | undefined;
+  messageExpression?: string | undefined;
   reason?:
     | "FieldValueInvalid"
     | "FieldValueForbidden"
     | "FieldValueRequired"
-    | "FieldValueDuplicate";
-  fieldPath?: string;
-  optionalOldSelf?: boolean;
+    | "FieldValueDuplicate"
+    | undefined;
+  fieldPath?: string | undefined;
+  optionalOldSelf?: boolean | undefined;
 }
 
 /** The schema of a property of an object schema, or of array items; undefined if unknown. */

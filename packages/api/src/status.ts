@@ -4,18 +4,18 @@
  */
 
 export interface StatusCause {
-  reason?: string;
-  message?: string;
-  field?: string;
+  reason?: string | undefined;
+  message?: string | undefined;
+  field?: string | undefined;
 }
 
 export interface StatusDetails {
-  name?: string;
-  group?: string;
-  kind?: string;
-  uid?: string;
-  causes?: StatusCause[];
-  retryAfterSeconds?: number;
+  name?: string | undefined;
+  group?: string | undefined;
+  kind?: string | undefined;
+  uid?: string | undefined;
+  causes?: StatusCause[] | undefined;
+  retryAfterSeconds?: number | undefined;
 }
 
 export type StatusReason =
@@ -41,11 +41,11 @@ export type StatusReason =
 export interface Status {
   kind: "Status";
   apiVersion: "v1";
-  metadata: { resourceVersion?: string; continue?: string };
+  metadata: { resourceVersion?: string | undefined; continue?: string | undefined };
   status: "Success" | "Failure";
-  message?: string;
-  reason?: StatusReason;
-  details?: StatusDetails;
+  message?: string | undefined;
+  reason?: StatusReason | undefined;
+  details?: StatusDetails | undefined;
   code: number;
 }
 
@@ -99,9 +99,9 @@ export function failure(
 
 /** What an error is about: the resource ("configmaps"), its group, and the object's name. */
 export interface ErrorSubject {
-  group?: string;
+  group?: string | undefined;
   resource: string;
-  name?: string;
+  name?: string | undefined;
 }
 
 function qualified(s: ErrorSubject): string {
@@ -232,7 +232,7 @@ export function isStatus(v: unknown): v is Status {
   return (
     typeof v === "object" &&
     v !== null &&
-    (v as { kind?: unknown }).kind === "Status" &&
-    typeof (v as { code?: unknown }).code === "number"
+    (v as { kind?: unknown | undefined }).kind === "Status" &&
+    typeof (v as { code?: unknown | undefined }).code === "number"
   );
 }

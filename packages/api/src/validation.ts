@@ -406,7 +406,7 @@ export interface ObjectMetaValidationOptions {
   /** Whether the type is namespaced: then a namespace is required, otherwise forbidden. */
   namespaced: boolean;
   /** The rule the object's name follows (default "subdomain"). */
-  nameRule?: NameRule;
+  nameRule?: NameRule | undefined;
 }
 
 /**

@@ -13,9 +13,9 @@ export const LOG_LEVEL_ENV = "SETPOINT_LOG_LEVEL";
 
 export interface LoggerOptions {
   /** pino level, or "silent"; defaults to $SETPOINT_LOG_LEVEL, then "info". */
-  level?: string;
+  level?: string | undefined;
   /** Bound as `name` on every line. */
-  name?: string;
+  name?: string | undefined;
 }
 
 /** A JSON logger writing to stdout. */
@@ -30,7 +30,7 @@ export function silentLogger(): Logger {
 }
 
 /** The key of a request: "namespace/name", or "name" for cluster-scoped objects. */
-export function requestKey(req: { namespace?: string; name: string }): string {
+export function requestKey(req: { namespace?: string | undefined; name: string }): string {
   return req.namespace ? `${req.namespace}/${req.name}` : req.name;
 }
 
@@ -42,7 +42,7 @@ export function controllerLogger(root: Logger, controller: string): Logger {
 /** One reconcile's logger: every line carries `key`, `namespace`, `name` and `reconcileID`. */
 export function reconcileLogger(
   controllerLog: Logger,
-  req: { namespace?: string; name: string },
+  req: { namespace?: string | undefined; name: string },
   reconcileID: string,
 ): Logger {
   const bindings: Record<string, string> = { key: requestKey(req), name: req.name, reconcileID };

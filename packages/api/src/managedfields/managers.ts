@@ -18,8 +18,8 @@ export interface ManagerEntry {
   manager: string;
   operation: "Apply" | "Update";
   apiVersion: string;
-  subresource?: string;
-  time?: string;
+  subresource?: string | undefined;
+  time?: string | undefined;
   set: FieldSet;
 }
 
@@ -45,7 +45,7 @@ export function managerId(e: {
   manager: string;
   operation: "Apply" | "Update";
   apiVersion: string;
-  subresource?: string;
+  subresource?: string | undefined;
 }): string {
   const parts: string[] = [];
   if (e.manager) parts.push(`"manager":${goJson(e.manager)}`);

@@ -89,8 +89,8 @@ function mergeList(l: unknown[], r: unknown[], schema: Schema | undefined): unkn
 
 /** One item of a merged list: from the live list only (`l`), or from the configuration (`r`). */
 export interface ZipStep {
-  l?: number;
-  r?: number;
+  l?: number | undefined;
+  r?: number | undefined;
 }
 
 /**

@@ -41,7 +41,7 @@ export interface ManagedFieldsOptions {
   /** The request's apiVersion ("v1", "apps/v1"). */
   apiVersion: string;
   /** "status" for writes to /status; absent for the main resource. */
-  subresource?: string;
+  subresource?: string | undefined;
   /** RFC 3339 time of the write, supplied by the caller. */
   time: string;
 }

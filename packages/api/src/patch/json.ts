@@ -36,8 +36,8 @@ export interface JsonPatchLimits {
 export interface JsonPatchOperation {
   op: "add" | "remove" | "replace" | "move" | "copy" | "test";
   path: string;
-  from?: string;
-  value?: unknown;
+  from?: string | undefined;
+  value?: unknown | undefined;
 }
 
 class PointerError extends Error {}
@@ -330,7 +330,9 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
       return;
     }
     default:
-      throw new ApplyError(`Unexpected kind: ${String((op as { op?: unknown }).op ?? "unknown")}`);
+      throw new ApplyError(
+        `Unexpected kind: ${String((op as { op?: unknown | undefined }).op ?? "unknown")}`,
+      );
   }
 }
 

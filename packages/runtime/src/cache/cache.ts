@@ -11,37 +11,40 @@ import type { KubeList, KubeObject } from "@setpoint/api";
 import { errors, matchesLabels, parseLabelSelector } from "@setpoint/api";
 import type { Client, ListOptions, Reader, TypeRef } from "../client/client.ts";
 import { ApiError } from "../client/errors.ts";
+import type { Kind } from "../client/kind.ts";
 import { Informer, type InformerHealth, type InformerOptions } from "./informer.ts";
 import type { RuntimeLogger } from "./reflector.ts";
 
 /** What an informer watches: a namespace, label and field selectors, full objects or metadata. */
 export interface InformerScope {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Objects reduced to apiVersion, kind and metadata (PartialObjectMetadata). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
   /**
    * Applied to every object before it is stored (after managedFields are
    * stripped), e.g. to keep only the fields a controller reads. Informers with
    * different transform functions are distinct; the same function shares one.
    */
-  transform?: (obj: KubeObject) => KubeObject;
+  transform?: ((obj: KubeObject) => KubeObject) | undefined;
 }
 
 export interface InformerCacheOptions {
   /** Resync period of every informer, in ms (0 or unset: none). */
-  resyncMs?: number;
+  resyncMs?: number | undefined;
   /** Drop `metadata.managedFields` from cached objects (default true). */
-  stripManagedFields?: boolean;
+  stripManagedFields?: boolean | undefined;
   /**
    * The scope used for a kind when informerFor, get and list are not given one,
    * as "apiVersion/kind" → scope (e.g. only labelled Secrets). Unlisted kinds: everything.
    */
-  defaultScopes?: Record<string, InformerScope>;
+  defaultScopes?: Record<string, InformerScope> | undefined;
   /** Further informer settings (timeouts, backoff, page size) applied to every informer. */
-  informerOptions?: Omit<InformerOptions<KubeObject>, "resyncMs" | "stripManagedFields">;
-  logger?: RuntimeLogger;
+  informerOptions?:
+    | Omit<InformerOptions<KubeObject>, "resyncMs" | "stripManagedFields">
+    | undefined;
+  logger?: RuntimeLogger | undefined;
 }
 
 /** Options of a list from the cache: the client's list options, and which informer to read. */
@@ -51,7 +54,7 @@ export interface CacheListOptions extends ListOptions {
    * `metadataOnly`, that scope's metadata-only informer. `namespace`,
    * `labelSelector` and `fieldSelector` filter within what it holds.
    */
-  scope?: InformerScope;
+  scope?: InformerScope | undefined;
 }
 
 /** One informer's health, with what it watches. */
@@ -146,7 +149,10 @@ export class InformerCache implements Reader {
    * The shared informer for `type` in `scope` (the kind's default scope when
    * omitted), created on first request; started at once if the cache runs.
    */
-  informerFor<T extends KubeObject>(type: TypeRef, scope?: InformerScope): Informer<T> {
+  informerFor<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    scope?: InformerScope,
+  ): Informer<T> {
     const tk = typeKey(type);
     const s = scope ?? this.opts.defaultScopes?.[tk] ?? WHOLE_KIND;
     const key = scopeKey(tk, s);
@@ -218,8 +224,8 @@ export class InformerCache implements Reader {
    * Reads an object from the kind's informer (waiting for its first sync). Throws
    * an ApiError NotFound, like the client, when the cache does not hold it.
    */
-  async get<T extends KubeObject>(
-    type: TypeRef,
+  async get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     scope?: InformerScope,
@@ -231,8 +237,8 @@ export class InformerCache implements Reader {
   }
 
   /** Reads an object without waiting: undefined when not held (or not synced yet). */
-  peek<T extends KubeObject>(
-    type: TypeRef,
+  peek<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     scope?: InformerScope,
@@ -246,8 +252,8 @@ export class InformerCache implements Reader {
    * selector and a field selector on metadata.name/namespace. `metadataOnly`
    * reads that scope's metadata-only informer.
    */
-  async list<T extends KubeObject>(
-    type: TypeRef,
+  async list<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     opts: CacheListOptions = {},
   ): Promise<KubeList<T>> {
     const scope = opts.metadataOnly
@@ -276,7 +282,7 @@ export class InformerCache implements Reader {
    */
   waitForResourceVersion(
     type: TypeRef,
-    key: { name: string; namespace?: string },
+    key: { name: string; namespace?: string | undefined },
     rv: string,
     timeoutMs: number,
     scope?: InformerScope,

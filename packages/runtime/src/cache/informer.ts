@@ -35,12 +35,12 @@ export interface EventHandler<T> {
 export interface InformerOptions<T extends KubeObject>
   extends Omit<ReflectorOptions<T>, "transform" | "logger"> {
   /** Re-deliver every object as an update this often, in ms (0 or unset: never). */
-  resyncMs?: number;
+  resyncMs?: number | undefined;
   /** Drop `metadata.managedFields` from every object (default true). */
-  stripManagedFields?: boolean;
+  stripManagedFields?: boolean | undefined;
   /** Applied to every object before it is stored (after stripping). */
-  transform?: (obj: KubeObject) => T;
-  logger?: RuntimeLogger;
+  transform?: ((obj: KubeObject) => T) | undefined;
+  logger?: RuntimeLogger | undefined;
 }
 
 /** The health of one informer, as readiness checks read it. */
@@ -59,7 +59,7 @@ export interface InformerHealth {
   idleRestarts: number;
   /** Consecutive failures of list or watch. */
   failures: number;
-  lastError?: string;
+  lastError?: string | undefined;
   /** The newest resourceVersion seen. */
   resourceVersion: string;
   /** Objects held. */
@@ -161,7 +161,7 @@ export class Informer<T extends KubeObject> {
   }
 
   /** Every object held, optionally only one namespace's and those a label selector matches. */
-  list(opts: { namespace?: string; labelSelector?: string } = {}): T[] {
+  list(opts: { namespace?: string | undefined; labelSelector?: string | undefined } = {}): T[] {
     const objs = opts.namespace
       ? this.store.byIndex(NAMESPACE_INDEX, opts.namespace)
       : this.store.list();
@@ -230,7 +230,7 @@ export class Informer<T extends KubeObject> {
    * timeout. Used for read-your-own-writes after a write returned `rv`.
    */
   waitForResourceVersion(
-    key: { name: string; namespace?: string },
+    key: { name: string; namespace?: string | undefined },
     rv: string,
     timeoutMs: number,
   ): Promise<boolean> {

@@ -18,7 +18,10 @@ export const OWNER_UID_INDEX = "owner-uid";
 export const CONTROLLER_UID_INDEX = "controller-uid";
 
 /** The key of an object: "namespace/name", or "name" when it has no namespace. */
-export function objectKey(ref: { name?: string; namespace?: string }): string {
+export function objectKey(ref: {
+  name?: string | undefined;
+  namespace?: string | undefined;
+}): string {
   return ref.namespace ? `${ref.namespace}/${ref.name ?? ""}` : (ref.name ?? "");
 }
 

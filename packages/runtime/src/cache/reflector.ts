@@ -75,21 +75,21 @@ export const NOOP_LOGGER: RuntimeLogger = {
 };
 
 export interface ReflectorOptions<T extends KubeObject> {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** List and watch metadata only (PartialObjectMetadata). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
   /** Applied to every object before it reaches the sink. */
-  transform?: (obj: KubeObject) => T;
-  pageSize?: number;
-  watchTimeoutMinSeconds?: number;
-  watchTimeoutMaxSeconds?: number;
-  idleDeadlineMs?: number;
-  backoffInitialMs?: number;
-  backoffMaxMs?: number;
-  backoffResetMs?: number;
-  logger?: RuntimeLogger;
+  transform?: ((obj: KubeObject) => T) | undefined;
+  pageSize?: number | undefined;
+  watchTimeoutMinSeconds?: number | undefined;
+  watchTimeoutMaxSeconds?: number | undefined;
+  idleDeadlineMs?: number | undefined;
+  backoffInitialMs?: number | undefined;
+  backoffMaxMs?: number | undefined;
+  backoffResetMs?: number | undefined;
+  logger?: RuntimeLogger | undefined;
 }
 
 /** How the next list reads. */
@@ -111,7 +111,7 @@ export interface ReflectorState {
   resourceVersion: string;
   /** Consecutive failures. */
   failures: number;
-  lastError?: string;
+  lastError?: string | undefined;
 }
 
 /** A uniformly random integer in [min, max]. */
@@ -304,7 +304,7 @@ export class Reflector<T extends KubeObject> {
         if (rv) this.state.resourceVersion = rv;
       }
     } catch (e) {
-      if ((e as { code?: string }).code === "WATCH_IDLE") this.state.idleRestarts++;
+      if ((e as { code?: string | undefined }).code === "WATCH_IDLE") this.state.idleRestarts++;
       throw e;
     } finally {
       this.state.watching = false;
@@ -333,7 +333,7 @@ function isGoneStatus(s: Status): boolean {
 
 /** A connection-level end of a watch (drop, idle deadline, bad framing): resume, no re-list. */
 function isWatchDrop(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
+  const code = (e as { code?: unknown | undefined } | null)?.code;
   return (
     code === "WATCH_IDLE" ||
     code === "WATCH_ENDED_EARLY" ||

@@ -62,7 +62,7 @@ export interface ServerResources {
  */
 export type DiscoveryFetch = (
   path: string,
-  opts?: { accept?: string; signal?: AbortSignal },
+  opts?: { accept?: string | undefined; signal?: AbortSignal | undefined },
 ) => Promise<unknown>;
 
 /** Accept header asking for aggregated discovery (v2, then v2beta1), else the legacy document. */
@@ -73,42 +73,48 @@ export const AGGREGATED_DISCOVERY_ACCEPT =
 
 /** APIResourceList entries (legacy discovery). */
 interface ApiResource {
-  name?: string;
-  singularName?: string;
-  namespaced?: boolean;
-  kind?: string;
-  verbs?: string[];
-  shortNames?: string[];
+  name?: string | undefined;
+  singularName?: string | undefined;
+  namespaced?: boolean | undefined;
+  kind?: string | undefined;
+  verbs?: string[] | undefined;
+  shortNames?: string[] | undefined;
 }
 
 /** APIGroupDiscoveryList items (aggregated discovery). */
 interface AggregatedGroup {
-  metadata?: { name?: string };
-  versions?: {
-    version?: string;
-    freshness?: string;
-    resources?: {
-      resource?: string;
-      responseKind?: { kind?: string };
-      scope?: string;
-      singularResource?: string;
-      verbs?: string[];
-      shortNames?: string[];
-      subresources?: { subresource?: string }[];
-    }[];
-  }[];
+  metadata?: { name?: string | undefined } | undefined;
+  versions?:
+    | {
+        version?: string | undefined;
+        freshness?: string | undefined;
+        resources?:
+          | {
+              resource?: string | undefined;
+              responseKind?: { kind?: string | undefined } | undefined;
+              scope?: string | undefined;
+              singularResource?: string | undefined;
+              verbs?: string[] | undefined;
+              shortNames?: string[] | undefined;
+              subresources?: { subresource?: string | undefined }[] | undefined;
+            }[]
+          | undefined;
+      }[]
+    | undefined;
 }
 
 /** What `/api` and `/apis` answer: aggregated, or APIVersions / APIGroupList. */
 interface RootDoc {
-  kind?: string;
-  items?: AggregatedGroup[];
-  versions?: string[];
-  groups?: {
-    name?: string;
-    versions?: { version?: string }[];
-    preferredVersion?: { version?: string };
-  }[];
+  kind?: string | undefined;
+  items?: AggregatedGroup[] | undefined;
+  versions?: string[] | undefined;
+  groups?:
+    | {
+        name?: string | undefined;
+        versions?: { version?: string | undefined }[] | undefined;
+        preferredVersion?: { version?: string | undefined } | undefined;
+      }[]
+    | undefined;
 }
 
 interface GroupVersionDoc {
@@ -281,7 +287,7 @@ function legacyGroupVersions(root: RootDoc): string[] {
 /** The resources of one group-version's APIResourceList (subresources attached to their parent). */
 export function legacyResources(apiVersion: string, body: unknown): ServedResource[] {
   const { group, version } = parseApiVersion(apiVersion);
-  const list = (body as { resources?: unknown })?.resources;
+  const list = (body as { resources?: unknown | undefined })?.resources;
   const entries = (Array.isArray(list) ? list : []) as ApiResource[];
   const subresources = new Map<string, string[]>();
   const out: ServedResource[] = [];

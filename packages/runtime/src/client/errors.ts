@@ -147,7 +147,7 @@ export function isTransient(e: unknown): boolean {
     if (s.reason === "ServiceUnavailable" || s.reason === "Timeout") return true;
     return s.code >= 500 && s.code <= 599 && s.code !== 501;
   }
-  const code = (e as { code?: unknown } | null)?.code;
+  const code = (e as { code?: unknown | undefined } | null)?.code;
   return typeof code === "string" && TRANSIENT_NETWORK_CODES.has(code);
 }
 
@@ -160,15 +160,15 @@ export function retryAfterMs(e: unknown): number | undefined {
 /** Backoff of retryOnConflict. Defaults match client-go's DefaultRetry. */
 export interface RetryOptions {
   /** Attempts in total, including the first. Default 5. */
-  steps?: number;
+  steps?: number | undefined;
   /** Delay before the second attempt, in ms. Default 10. */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** Each delay is the previous one times this. Default 1. */
-  factor?: number;
+  factor?: number | undefined;
   /** Up to this fraction of each delay is added at random. Default 0.1. */
-  jitter?: number;
+  jitter?: number | undefined;
   /** Stop waiting and rethrow when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Defaults of RetryOptions. */

@@ -13,36 +13,36 @@ export interface RestConfig {
   /** Base URL, e.g. "https://127.0.0.1:6443" (a path prefix is kept). */
   server: string;
   /** PEM CA bundle to verify the server with (otherwise the system roots). */
-  ca?: Buffer;
+  ca?: Buffer | undefined;
   /** PEM client certificate and key (mutual TLS). */
-  cert?: Buffer;
-  key?: Buffer;
+  cert?: Buffer | undefined;
+  key?: Buffer | undefined;
   /** Bearer token. */
-  token?: string;
+  token?: string | undefined;
   /** File holding the bearer token; re-read periodically (service account tokens rotate). */
-  tokenFile?: string;
+  tokenFile?: string | undefined;
   /** Basic authentication. */
-  username?: string;
-  password?: string;
+  username?: string | undefined;
+  password?: string | undefined;
   /** Do not verify the server's certificate (tests only). */
-  insecureSkipTLSVerify?: boolean;
+  insecureSkipTLSVerify?: boolean | undefined;
   /** Name to verify the server's certificate against, when it differs from the URL's host. */
-  tlsServerName?: string;
+  tlsServerName?: string | undefined;
   /** Sent as User-Agent. */
-  userAgent?: string;
+  userAgent?: string | undefined;
   /** Client-side rate limit: sustained requests per second (unset: no limit). */
-  qps?: number;
+  qps?: number | undefined;
   /** Client-side rate limit: requests allowed in a burst above `qps`. */
-  burst?: number;
+  burst?: number | undefined;
   /** Deadline of each non-watch request in ms (default DEFAULT_REQUEST_TIMEOUT_MS). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** The namespace the context selects (or the service account's), if any. */
-  namespace?: string;
+  namespace?: string | undefined;
   /**
    * The name of the kubeconfig user entry the context selects (not sent; for
    * tools that record who acted). Unset in a pod and when the context names none.
    */
-  user?: string;
+  user?: string | undefined;
 }
 
 /** Where a pod's service account credentials are mounted. */
@@ -50,13 +50,13 @@ export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccoun
 
 export interface LoadKubeconfigOptions {
   /** A kubeconfig file; takes precedence over everything else. */
-  path?: string;
+  path?: string | undefined;
   /** The context to use instead of the file's current-context. */
-  context?: string;
+  context?: string | undefined;
   /** Environment to read (default process.env): KUBECONFIG, KUBERNETES_SERVICE_HOST/PORT, HOME. */
-  env?: Record<string, string | undefined>;
+  env?: Record<string, string | undefined> | undefined;
   /** Service account directory for in-cluster config (default SERVICE_ACCOUNT_DIR). */
-  serviceAccountDir?: string;
+  serviceAccountDir?: string | undefined;
 }
 
 /** The kubeconfig could not be found or does not describe a usable server. */
@@ -68,7 +68,7 @@ interface NamedEntries {
   clusters: Map<string, Record<string, unknown>>;
   users: Map<string, Record<string, unknown>>;
   contexts: Map<string, Record<string, unknown>>;
-  currentContext?: string;
+  currentContext?: string | undefined;
 }
 
 /**
@@ -254,13 +254,13 @@ function applyUser(config: RestConfig, user: Record<string, unknown>, name: stri
 /** The text of a one-context kubeconfig (JSON, which is YAML), for test environments and CLIs. */
 export function kubeconfigYaml(opts: {
   server: string;
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-  token?: string;
-  insecureSkipTLSVerify?: boolean;
-  namespace?: string;
-  name?: string;
+  ca?: Buffer | undefined;
+  cert?: Buffer | undefined;
+  key?: Buffer | undefined;
+  token?: string | undefined;
+  insecureSkipTLSVerify?: boolean | undefined;
+  namespace?: string | undefined;
+  name?: string | undefined;
 }): string {
   const name = opts.name ?? "setpoint";
   const cluster: Record<string, unknown> = { server: opts.server };

@@ -145,7 +145,7 @@ export class JsonObjectSplitter {
 
 /** Checks the envelope of one decoded event. */
 export function toWatchEvent<T extends KubeObject>(v: unknown): WatchEvent<T> {
-  const e = v as { type?: unknown; object?: unknown } | null;
+  const e = v as { type?: unknown | undefined; object?: unknown | undefined } | null;
   if (typeof e?.type !== "string" || !WATCH_EVENT_TYPES.has(e.type)) {
     throw new WatchDecodeError(`watch event with unknown type ${JSON.stringify(e?.type)}`);
   }
@@ -157,11 +157,11 @@ export function toWatchEvent<T extends KubeObject>(v: unknown): WatchEvent<T> {
 
 export interface WatchStreamOptions<T extends KubeObject> {
   /** Fail with WatchIdleError when no bytes arrive for this long (0 or unset: never). */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /** Applied to the object of every non-ERROR event (e.g. strip fields). */
-  transform?: (obj: KubeObject) => T;
+  transform?: ((obj: KubeObject) => T) | undefined;
   /** Called once the server has answered 2xx and the stream is open. */
-  onOpen?: () => void;
+  onOpen?: (() => void) | undefined;
 }
 
 /**

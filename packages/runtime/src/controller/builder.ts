@@ -26,6 +26,7 @@
 import type { KubeObject } from "@setpoint/api";
 import type { InformerScope } from "../cache/cache.ts";
 import type { TypeRef } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 import type { Controller, ControllerOptions } from "./controller.ts";
 import type { Predicate } from "./predicates.ts";
 import type { RateLimiter } from "./rate-limiter.ts";
@@ -34,34 +35,20 @@ import type { MapFn, WatchSpec } from "./watches.ts";
 
 export type { MapFn, WatchSpec } from "./watches.ts";
 
-/** A kind, carrying the TypeScript type of its objects. */
-export interface Kind<T extends KubeObject = KubeObject> extends TypeRef {
-  /** Type-level only; never set. */
-  readonly __object?: T;
-}
-
-/** Declares a kind and the type of its objects: `kind<ConfigMap>("v1", "ConfigMap")`. */
-export function kind<T extends KubeObject = KubeObject>(
-  apiVersion: string,
-  kindName: string,
-): Kind<T> {
-  return { apiVersion, kind: kindName };
-}
-
 /** How `for`, `owns` and `watches` watch a kind. */
 export interface BuilderWatchOptions<T extends KubeObject> {
-  predicates?: Predicate<T>[];
+  predicates?: Predicate<T>[] | undefined;
   /** Watch only part of the kind (namespace, selectors, metadata only). */
-  scope?: InformerScope;
+  scope?: InformerScope | undefined;
 }
 
 export interface BuilderOptions {
-  maxConcurrentReconciles?: number;
-  reconcileTimeoutMs?: number;
-  readYourWritesTimeoutMs?: number;
-  rateLimiter?: RateLimiter;
+  maxConcurrentReconciles?: number | undefined;
+  reconcileTimeoutMs?: number | undefined;
+  readYourWritesTimeoutMs?: number | undefined;
+  rateLimiter?: RateLimiter | undefined;
   /** Finalizers the controller handles; the manager publishes them on its lease. */
-  finalizers?: string[];
+  finalizers?: string[] | undefined;
 }
 
 /**

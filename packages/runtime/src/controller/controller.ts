@@ -29,6 +29,7 @@
 import type { KubeObject } from "@setpoint/api";
 import type { CacheListOptions, InformerCache, InformerScope } from "../cache/cache.ts";
 import type { Client, TypeRef } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 import { type Clock, realClock, type TimerHandle } from "../clock.ts";
 import { controllerLogger, type Logger, requestKey, silentLogger } from "../log.ts";
 import { type EventRecorder, Recorder } from "../manager/events.ts";
@@ -90,27 +91,27 @@ export interface ControllerOptions {
   client: Client;
   cache: InformerCache;
   /** The kind the controller reconciles: re-enqueued on `enqueueAll`, target of terminal-error Events. */
-  forType?: TypeRef;
-  forScope?: InformerScope;
+  forType?: TypeRef | undefined;
+  forScope?: InformerScope | undefined;
   /**
    * The other kinds the controller watches, with their scopes. A reconcile's
    * reads of a watched kind that name no scope read the watch's informer (the
    * `for` kind's scope first, then the first watch of that kind).
    */
-  watched?: readonly { type: TypeRef; scope?: InformerScope }[];
-  maxConcurrentReconciles?: number;
-  reconcileTimeoutMs?: number;
-  readYourWritesTimeoutMs?: number;
-  rateLimiter?: RateLimiter;
-  clock?: Clock;
-  logger?: Logger;
-  metrics?: RuntimeMetrics;
+  watched?: readonly { type: TypeRef; scope?: InformerScope | undefined }[] | undefined;
+  maxConcurrentReconciles?: number | undefined;
+  reconcileTimeoutMs?: number | undefined;
+  readYourWritesTimeoutMs?: number | undefined;
+  rateLimiter?: RateLimiter | undefined;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
+  metrics?: RuntimeMetrics | undefined;
   /** Records Events; by default a Recorder writing as the controller's name. */
-  recorder?: EventRecorder;
+  recorder?: EventRecorder | undefined;
   /** `reportingInstance` of the default recorder (the manager's identity). */
-  instance?: string;
+  instance?: string | undefined;
   /** Finalizers this controller handles (published by the manager on its lease). */
-  finalizers?: string[];
+  finalizers?: string[] | undefined;
 }
 
 function typeKey(t: TypeRef): string {
@@ -127,7 +128,7 @@ export class Controller {
   readonly reconcileCounts: ReconcileCounter;
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
-  private readonly metrics?: ControllerMetrics;
+  private readonly metrics?: ControllerMetrics | undefined;
   private readonly clock: Clock;
   /** Kinds with informers this controller uses: only these are waited on for read-your-own-writes. */
   private readonly cachedTypes = new Map<string, InformerScope | undefined>();
@@ -237,7 +238,7 @@ export class Controller {
    * Stops taking keys; lets reconciles in flight finish for up to `graceMs`, then
    * aborts their signals and waits (bounded) for them to return.
    */
-  stop(opts: { graceMs?: number; reason?: string } = {}): Promise<void> {
+  stop(opts: { graceMs?: number | undefined; reason?: string | undefined } = {}): Promise<void> {
     if (!this.workersAbort) return Promise.resolve();
     const reason = opts.reason ?? "controller stopped";
     if (this.stopping) {
@@ -341,7 +342,7 @@ export class Controller {
       Math.max(0, at - this.clock.now()),
     );
     // Like a timer per run cleared when it ends, it never keeps the process alive alone.
-    (this.deadlineTimer as { unref?: () => void } | undefined)?.unref?.();
+    (this.deadlineTimer as { unref?: (() => void) | undefined } | undefined)?.unref?.();
   }
 
   private clearDeadlineTimer(): void {
@@ -435,14 +436,22 @@ export class Controller {
       return s;
     };
     return {
-      get: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
-        cache.get<T>(t, name, ns, scoped(t, scope)),
-      list: <T extends KubeObject>(t: TypeRef, opts: CacheListOptions = {}) => {
+      get: <T extends KubeObject = KubeObject>(
+        t: Kind<T>,
+        name: string,
+        ns?: string,
+        scope?: InformerScope,
+      ) => cache.get<T>(t, name, ns, scoped(t, scope)),
+      list: <T extends KubeObject = KubeObject>(t: Kind<T>, opts: CacheListOptions = {}) => {
         const scope = scoped(t, opts.scope);
         return cache.list<T>(t, scope === opts.scope ? opts : { ...opts, scope });
       },
-      peek: <T extends KubeObject>(t: TypeRef, name: string, ns?: string, scope?: InformerScope) =>
-        cache.peek<T>(t, name, ns, scoped(t, scope)),
+      peek: <T extends KubeObject = KubeObject>(
+        t: Kind<T>,
+        name: string,
+        ns?: string,
+        scope?: InformerScope,
+      ) => cache.peek<T>(t, name, ns, scoped(t, scope)),
     };
   }
 
@@ -487,7 +496,7 @@ export class Controller {
     if (!t) return;
     const obj = this.opts.cache.peek(t, req.name, req.namespace, this.opts.forScope);
     if (!obj) return;
-    const reason = (e as { reason?: string }).reason ?? "ReconcileError";
+    const reason = (e as { reason?: string | undefined }).reason ?? "ReconcileError";
     this.recorder.warning(obj, reason, e instanceof Error ? e.message : String(e), {
       action: TERMINAL_ERROR_ACTION,
     });

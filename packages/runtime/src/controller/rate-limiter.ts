@@ -36,12 +36,12 @@ export const DEFAULT_RETRY_QPS = 10;
 export const DEFAULT_RETRY_BURST = 100;
 
 export interface ExponentialBackoffOptions {
-  baseDelayMs?: number;
-  maxDelayMs?: number;
+  baseDelayMs?: number | undefined;
+  maxDelayMs?: number | undefined;
   /** Fraction in [0, 1): delays are drawn from [(1 - jitter) * d, d]. */
-  jitter?: number;
+  jitter?: number | undefined;
   /** Source of randomness in [0, 1); `Math.random` by default. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /**
@@ -89,9 +89,9 @@ export class ExponentialBackoffRateLimiter implements RateLimiter {
 }
 
 export interface TokenBucketOptions {
-  qps?: number;
-  burst?: number;
-  clock?: Clock;
+  qps?: number | undefined;
+  burst?: number | undefined;
+  clock?: Clock | undefined;
 }
 
 /**
@@ -159,9 +159,9 @@ export class MaxOfRateLimiter implements RateLimiter {
 }
 
 export interface ControllerRateLimiterOptions extends ExponentialBackoffOptions {
-  qps?: number;
-  burst?: number;
-  clock?: Clock;
+  qps?: number | undefined;
+  burst?: number | undefined;
+  clock?: Clock | undefined;
 }
 
 /** Per-key exponential backoff combined with an overall token bucket (see the module doc). */

@@ -18,7 +18,7 @@ import type { ReconcileClient } from "./writer.ts";
 
 /** What to reconcile: an object's name, and its namespace (absent for cluster-scoped kinds). */
 export interface Request {
-  namespace?: string;
+  namespace?: string | undefined;
   name: string;
 }
 
@@ -28,7 +28,7 @@ export interface Result {
    * Reconcile this key again after this many milliseconds (no backoff, not a
    * failure); 0 runs it again at once, behind the keys already waiting.
    */
-  requeueAfter?: number;
+  requeueAfter?: number | undefined;
 }
 
 /**
@@ -93,7 +93,10 @@ export class TerminalError extends Error {
   /** A CamelCase reason for the Event and condition. */
   readonly reason: string;
 
-  constructor(message: string, opts: { reason?: string; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    opts: { reason?: string | undefined; cause?: unknown | undefined } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.reason = opts.reason ?? "ReconcileError";
   }

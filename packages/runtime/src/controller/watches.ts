@@ -19,7 +19,7 @@ export type MapFn<T extends KubeObject> = (obj: T) => Request[] | Request | unde
 /** How one watch turns events into requests. */
 export interface WatchSpec {
   type: TypeRef;
-  scope?: InformerScope;
+  scope?: InformerScope | undefined;
   predicates: Predicate<KubeObject>[];
   /** `for` maps to the object itself; `owns` to its controller; `map` through the function. */
   mapping:

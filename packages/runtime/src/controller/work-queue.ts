@@ -37,7 +37,7 @@ export type Lane = "live" | "initial";
 
 export interface AddOptions {
   /** `initial` for keys from an initial list or a resync; `live` (default) otherwise. */
-  lane?: Lane;
+  lane?: Lane | undefined;
 }
 
 /** Observations the queue reports; `metrics.ts` turns them into Prometheus series. */
@@ -56,9 +56,9 @@ export interface QueueMetricsSink {
 
 export interface WorkQueueOptions {
   /** Backoff for `addRateLimited`; `defaultControllerRateLimiter()` by default. */
-  rateLimiter?: RateLimiter;
-  clock?: Clock;
-  metrics?: QueueMetricsSink;
+  rateLimiter?: RateLimiter | undefined;
+  clock?: Clock | undefined;
+  metrics?: QueueMetricsSink | undefined;
 }
 
 /**
@@ -84,8 +84,8 @@ interface Entry {
    */
   version: number;
   /** While processing: when the key must run again, if it was re-added. */
-  pendingAt?: number;
-  pendingLane?: Lane;
+  pendingAt?: number | undefined;
+  pendingLane?: Lane | undefined;
   startedAt: number;
 }
 
@@ -217,7 +217,7 @@ class LaneQueue {
 
 interface Waiter {
   resolve(key: string | undefined): void;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** The waiters on one AbortSignal and the one listener that wakes them all. */
@@ -230,7 +230,7 @@ interface SignalWatch {
 export class WorkQueue {
   readonly rateLimiter: RateLimiter;
   private readonly clock: Clock;
-  private readonly metrics?: QueueMetricsSink;
+  private readonly metrics?: QueueMetricsSink | undefined;
   private readonly entries = new Map<string, Entry>();
   /** Ready keys per lane, in insertion (FIFO) order. */
   private readonly lanes: Record<Lane, LaneQueue> = {

@@ -22,12 +22,13 @@ import {
   type UpdateOptions,
   type WriteOptions,
 } from "../client/client.ts";
+import type { Kind } from "../client/kind.ts";
 
 /** One object written by a reconcile, at the version the server returned. */
 export interface WrittenObject {
   type: TypeRef;
   name: string;
-  namespace?: string;
+  namespace?: string | undefined;
   resourceVersion: string;
 }
 
@@ -38,7 +39,10 @@ export interface ReconcileClientOptions {
   onWrite(w: WrittenObject): void;
 }
 
-function withSignal<O extends { signal?: AbortSignal }>(opts: O, signal: AbortSignal): O {
+function withSignal<O extends { signal?: AbortSignal | undefined }>(
+  opts: O,
+  signal: AbortSignal,
+): O {
   return { ...opts, signal: opts.signal ? AbortSignal.any([opts.signal, signal]) : signal };
 }
 
@@ -56,8 +60,8 @@ export class ReconcileClient {
   }
 
   /** Reads from the server (uncached). Prefer the context's cache reader. */
-  get<T extends KubeObject>(
-    type: TypeRef,
+  get<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace?: string,
     opts: GetOptions = {},
@@ -66,7 +70,10 @@ export class ReconcileClient {
   }
 
   /** Lists from the server (uncached). Prefer the context's cache reader. */
-  list<T extends KubeObject>(type: TypeRef, opts: ListOptions = {}): Promise<KubeList<T>> {
+  list<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
+    opts: ListOptions = {},
+  ): Promise<KubeList<T>> {
     return this.client.list<T>(type, withSignal(opts, this.signal));
   }
 
@@ -84,8 +91,8 @@ export class ReconcileClient {
     return this.track(typeOf(obj), () => this.client.updateStatus(obj, this.writeOpts(opts)));
   }
 
-  patch<T extends KubeObject>(
-    type: TypeRef,
+  patch<T extends KubeObject = KubeObject>(
+    type: Kind<T>,
     name: string,
     namespace: string | undefined,
     patch: unknown,

@@ -13,8 +13,8 @@ export interface ConditionInput {
   type: string;
   status: "True" | "False" | "Unknown";
   reason: string;
-  message?: string;
-  observedGeneration?: number;
+  message?: string | undefined;
+  observedGeneration?: number | undefined;
 }
 
 /** The condition of `type`, if present. */
@@ -90,7 +90,9 @@ export function removeCondition(conditions: Condition[], type: string): boolean 
 }
 
 /** An object with conditions in its status. */
-export type WithConditions = KubeObject & { status?: { conditions?: Condition[] } };
+export type WithConditions = KubeObject & {
+  status?: { conditions?: Condition[] | undefined } | undefined;
+};
 
 /**
  * Sets a condition in `obj.status.conditions` (creating both if needed), with
@@ -116,9 +118,10 @@ export function setStatusCondition(
 export function setErrorCondition(
   obj: WithConditions,
   error: unknown,
-  opts: { type?: string; reason?: string; now?: Date } = {},
+  opts: { type?: string | undefined; reason?: string | undefined; now?: Date | undefined } = {},
 ): boolean {
-  const reason = opts.reason ?? (error as { reason?: unknown } | null)?.reason ?? "ReconcileError";
+  const reason =
+    opts.reason ?? (error as { reason?: unknown | undefined } | null)?.reason ?? "ReconcileError";
   const message = error instanceof Error ? error.message : String(error);
   return setStatusCondition(
     obj,

@@ -25,7 +25,7 @@ export interface CreateOrUpdateOptions {
    * Reading the cache saves a GET per object; a stale read is caught by the
    * update's resourceVersion check (409 Conflict, retried by the controller).
    */
-  reader?: Pick<Reader, "get">;
+  reader?: Pick<Reader, "get"> | undefined;
 }
 
 function identity(obj: KubeObject): string {

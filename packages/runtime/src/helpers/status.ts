@@ -9,7 +9,7 @@ import { deepEqual } from "@setpoint/api";
 import type { Client } from "../client/client.ts";
 
 /** An object with a status of type S. */
-export type WithStatus<S> = KubeObject & { status?: S };
+export type WithStatus<S> = KubeObject & { status?: S | undefined };
 
 /**
  * Writes `status` to `current` through the status subresource unless it equals

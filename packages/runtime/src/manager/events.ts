@@ -30,7 +30,7 @@ export type EventType = "Normal" | "Warning";
 /** More about an Event. */
 export interface EventOptions {
   /** What was done, or failed, about the object (the Event's `action`, e.g. "TerminalError"). */
-  action?: string;
+  action?: string | undefined;
 }
 
 /** Records Events about objects. */
@@ -66,23 +66,23 @@ export interface RecorderOptions {
   /** `source.component` and `reportingComponent` (e.g. the controller's name). */
   component: string;
   /** `source.host` and `reportingInstance` (e.g. the manager's identity). */
-  instance?: string;
-  logger?: Logger;
+  instance?: string | undefined;
+  logger?: Logger | undefined;
   /** Milliseconds clock for the spam filter; Date.now by default. */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 interface Series {
   namespace: string;
   /** The Event object's name, once created. */
-  name?: string;
+  name?: string | undefined;
   count: number;
   /** Count the server has. */
   written: number;
   firstTimestamp: string;
   lastTimestamp: string;
   body: Record<string, unknown>;
-  writing?: Promise<void>;
+  writing?: Promise<void> | undefined;
 }
 
 interface Bucket {
@@ -104,7 +104,7 @@ export interface EventSource extends EventOptions {
   /** `source.component` and `reportingComponent`. */
   component: string;
   /** `source.host` and `reportingInstance`. */
-  instance?: string;
+  instance?: string | undefined;
 }
 
 /** The fields of an Event about `obj` that do not change as it recurs (no metadata, count, times). */
@@ -171,7 +171,7 @@ export function newEvent(
  * events.k8s.io/v1 (deprecatedLastTimestamp...), or its creation; "" if none.
  */
 export function lastOccurrence(ev: KubeObject): string {
-  const series = ev.series as { lastObservedTime?: unknown } | undefined;
+  const series = ev.series as { lastObservedTime?: unknown | undefined } | undefined;
   const candidates = [
     series?.lastObservedTime,
     ev.lastTimestamp,

@@ -71,7 +71,7 @@ async function runOne(check: HealthCheck): Promise<CheckResult> {
 export async function probe(
   checks: HealthChecks,
   probeName: string,
-  opts: { verbose?: boolean; only?: string } = {},
+  opts: { verbose?: boolean | undefined; only?: string | undefined } = {},
 ): Promise<{ code: number; body: string }> {
   const results = await checks.run(opts.only);
   if (opts.only !== undefined && results.length === 0) {
@@ -88,9 +88,9 @@ export async function probe(
 
 /** What a probe server serves; each field is optional. */
 export interface ProbeRoutes {
-  healthz?: HealthChecks;
-  readyz?: HealthChecks;
-  metrics?: { text(): Promise<string>; contentType: string };
+  healthz?: HealthChecks | undefined;
+  readyz?: HealthChecks | undefined;
+  metrics?: { text(): Promise<string>; contentType: string } | undefined;
 }
 
 /** Serves `/healthz`, `/readyz` and `/metrics` from `routes`. */
@@ -125,7 +125,10 @@ export function probeHandler(routes: ProbeRoutes): http.RequestListener {
  * Parses a listen address: "host:port", ":port", "port", or "[::1]:port". An
  * empty host listens on all interfaces; port 0 picks a free port.
  */
-export function parseListenAddress(addr: string | number): { host?: string; port: number } {
+export function parseListenAddress(addr: string | number): {
+  host?: string | undefined;
+  port: number;
+} {
   if (typeof addr === "number") return { port: addr };
   const m = addr.match(/^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/) ?? addr.match(/^()()(\d+)$/);
   if (!m) throw new Error(`invalid listen address "${addr}" (want host:port or :port)`);

@@ -40,14 +40,14 @@ export const RETRY_JITTER = 0.2;
 export const LEADER_HEALTH_TOLERANCE_MS = 20_000;
 
 export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
+  holderIdentity?: string | undefined;
+  leaseDurationSeconds?: number | undefined;
+  acquireTime?: string | undefined;
+  renewTime?: string | undefined;
+  leaseTransitions?: number | undefined;
 }
 
-export type Lease = KubeObject & { spec?: LeaseSpec };
+export type Lease = KubeObject & { spec?: LeaseSpec | undefined };
 
 export interface LeaderElectorOptions {
   /** The Lease's name. */
@@ -55,22 +55,22 @@ export interface LeaderElectorOptions {
   namespace: string;
   /** This candidate's identity (unique per process). */
   identity: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
   /** Release the lease when the run's signal aborts (default true). */
-  releaseOnCancel?: boolean;
+  releaseOnCancel?: boolean | undefined;
   /** Annotations to keep on the Lease while leading. */
-  annotations?: () => Record<string, string>;
-  onStartedLeading?: () => void;
+  annotations?: (() => Record<string, string>) | undefined;
+  onStartedLeading?: (() => void) | undefined;
   /** Called when leadership is lost or given up; awaited before campaigning again. */
-  onStoppedLeading?: () => void | Promise<void>;
+  onStoppedLeading?: (() => void | Promise<void>) | undefined;
   /** Called when the observed holder changes (including to this identity). */
-  onNewLeader?: (identity: string) => void;
-  logger?: Logger;
-  clock?: Clock;
+  onNewLeader?: ((identity: string) => void) | undefined;
+  logger?: Logger | undefined;
+  clock?: Clock | undefined;
   /** Wall clock for the Lease's timestamps. */
-  wallClock?: () => Date;
+  wallClock?: (() => Date) | undefined;
 }
 
 /** metav1.MicroTime: RFC 3339 with microseconds. */

@@ -89,9 +89,9 @@ interface RunnableEntry {
   /** Its own stop signal (so runnables do not share listeners on one). */
   stop: AbortController;
   started: boolean;
-  done?: Promise<void>;
+  done?: Promise<void> | undefined;
   /** Why it failed (threw, or its promise rejected before it was stopped). */
-  error?: string;
+  error?: string | undefined;
 }
 
 export interface LeaderElectionOptions {
@@ -99,30 +99,30 @@ export interface LeaderElectionOptions {
   id: string;
   /** The Lease's namespace. */
   namespace: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
   /** Give the lease up on shutdown so a standby takes over at once (default true). */
-  releaseOnCancel?: boolean;
+  releaseOnCancel?: boolean | undefined;
 }
 
 export interface ManagerOptions {
   /** The client to use; or `restConfig` to build one; else the kubeconfig is loaded. */
-  client?: Client;
-  restConfig?: RestConfig;
+  client?: Client | undefined;
+  restConfig?: RestConfig | undefined;
   /** Unique per process: `<hostname>_<uuid>` by default. */
-  identity?: string;
-  leaderElection?: LeaderElectionOptions;
+  identity?: string | undefined;
+  leaderElection?: LeaderElectionOptions | undefined;
   /** Where to serve /metrics ("host:port", ":port", 0 for a free port); not served when unset. */
-  metricsAddr?: string | number;
+  metricsAddr?: string | number | undefined;
   /** Where to serve /healthz and /readyz; may equal metricsAddr (one server). */
-  healthAddr?: string | number;
-  gracefulShutdownTimeoutMs?: number;
-  cacheSyncTimeoutMs?: number;
-  informerStallMs?: number;
-  cache?: InformerCacheOptions;
-  logger?: Logger;
-  metrics?: RuntimeMetrics;
+  healthAddr?: string | number | undefined;
+  gracefulShutdownTimeoutMs?: number | undefined;
+  cacheSyncTimeoutMs?: number | undefined;
+  informerStallMs?: number | undefined;
+  cache?: InformerCacheOptions | undefined;
+  logger?: Logger | undefined;
+  metrics?: RuntimeMetrics | undefined;
 }
 
 interface Registered {

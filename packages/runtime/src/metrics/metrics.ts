@@ -66,9 +66,9 @@ interface QueueTally {
 
 export interface RuntimeMetricsOptions {
   /** Registry to register into; a fresh one by default. */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /** Also collect Node.js process metrics (process_*, nodejs_*). Default true. */
-  processMetrics?: boolean;
+  processMetrics?: boolean | undefined;
 }
 
 export class RuntimeMetrics {
