@@ -30,6 +30,7 @@ import {
   handshakeTimeoutMs,
   resolveConnectionLimits,
 } from "./connections.ts";
+import { type HealthCheck, serveHealth } from "./health.ts";
 import { ServiceAccountTokens } from "./service-account-tokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -66,6 +67,11 @@ export interface ApiServerOptions {
   limits?: Partial<ApiLimits>;
   /** Timeouts of what clients send, and the connection bound (connections.ts); default Kubernetes'. */
   connections?: Partial<ConnectionLimits>;
+  /**
+   * Name of the storage health check in /healthz, /livez and /readyz (kube-apiserver's
+   * is "etcd"); default "storage".
+   */
+  storageCheckName?: string;
 }
 
 export interface ApiServer {
@@ -162,10 +168,47 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   handler = api;
   let closing = false;
 
-  const health = (path: string): boolean => {
-    if (closing) return false;
-    if (path.startsWith("/readyz")) return api.ready();
-    return true;
+  // Health checks, named as kube-apiserver names its own (health.ts serves them).
+  const ping: HealthCheck = { name: "ping", check: () => {} };
+  const log: HealthCheck = { name: "log", check: () => {} };
+  const storage: HealthCheck = {
+    name: opts.storageCheckName ?? "storage",
+    check: async () => {
+      await opts.store.currentRevision();
+    },
+  };
+  const informerSync: HealthCheck = {
+    name: "informer-sync",
+    check: () => {
+      if (!api.ready()) throw new Error("watch caches not primed yet");
+    },
+  };
+  const shutdown: HealthCheck = {
+    name: "shutdown",
+    check: () => {
+      if (closing) throw new Error("process is shutting down");
+    },
+  };
+  const healthChecks: Record<string, readonly HealthCheck[]> = {
+    healthz: [ping, log, storage],
+    livez: [ping, log],
+    readyz: [ping, log, storage, informerSync, shutdown],
+  };
+  const serveHealthPath = (res: ServerResponse, path: string, url: string): void => {
+    const endpoint = path.slice(1).split("/")[0];
+    const q = url.indexOf("?");
+    const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+    serveHealth(res, endpoint, path, query, healthChecks[endpoint] ?? [], (name, err) =>
+      logger.warn({ err, check: name }, `${endpoint} check failed`),
+    ).then(
+      (served) => {
+        if (!served) sendText(res, 404, "404 page not found\n");
+      },
+      (err: unknown) => {
+        logger.error({ err, path }, "health check failed");
+        if (!res.headersSent) sendText(res, 500, "internal server error\n");
+      },
+    );
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -176,8 +219,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       if (path === "/version") {
         sendJson(res, 200, version);
       } else {
-        const ok = health(path);
-        sendText(res, ok ? 200 : 500, ok ? "ok" : "not ready");
+        serveHealthPath(res, path, url);
       }
       return;
     }

@@ -9,6 +9,7 @@ import {
   ConflictError,
   FutureRevisionError,
   InvalidKeyError,
+  NoSpaceError,
   NotFoundError,
   TooLargeError,
   UnavailableError,
@@ -48,6 +49,14 @@ export function statusFromStorage(err: unknown, subject: ErrorSubject): StatusEr
     return errors.tooLarge(`Request entity too large: ${err.message}`);
   }
   if (err instanceof InvalidKeyError) return errors.badRequest(err.message);
+  if (err instanceof NoSpaceError) {
+    // kube-apiserver answers etcd's error as an internal error; the Retry-After makes
+    // clients (client-go, kubectl, the runtime) send the write again later.
+    return failure(500, "InternalError", `Internal error occurred: ${err.message}`, {
+      causes: [{ message: err.message }],
+      retryAfterSeconds: 1,
+    });
+  }
   if (err instanceof UnavailableError) {
     return errors.unavailable(`storage is unavailable: ${err.message}`);
   }
