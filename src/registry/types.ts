@@ -120,8 +120,10 @@ export interface Strategy {
    */
   allowCreateOnUpdate?: boolean;
   /**
-   * Whether `metadata.generation` moves on changes outside metadata/status.
-   * Every type here tracks generation.
+   * Whether the type has `metadata.generation` (1 on create, moving on changes outside
+   * metadata/status). As in Kubernetes, only types whose strategy sets it: custom
+   * resources and CustomResourceDefinitions here; not ConfigMaps, Secrets, Leases,
+   * ServiceAccounts, Events or Namespaces.
    */
   tracksGeneration: boolean;
   /** Field selectors beyond metadata.name / metadata.namespace: field path → value getter. */

@@ -19,6 +19,7 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
+  OPENAPI_V2_JSON,
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
   openapiV3DocumentJson,
@@ -36,6 +37,7 @@ import { writeError, writeObject, writeRaw } from "../wire/response.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
 import { createResource } from "./create.ts";
 import { deleteCollection, deleteResource } from "./delete.ts";
+import { closeAfterDraining } from "./drain.ts";
 import { getResource } from "./get.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
@@ -219,9 +221,9 @@ function respondError(
     return;
   }
   if (status.code === 413) {
-    // The rest of an oversized body is not read: close the connection after answering.
+    // The rest of an oversized body is not read: answer, then close gracefully.
     res.setHeader("Connection", "close");
-    res.once("finish", () => req.destroy());
+    closeAfterDraining(req);
   }
   if (!status.status.details) status.status.details = {};
   writeError(res, status, warnings);
@@ -280,6 +282,12 @@ async function dispatch(
       writeObject(res, 200, openapiV3Index(reg));
       return;
     case "openapiV2": {
+      // Protobuf for the clients that ask for it (kubectl), JSON otherwise, as
+      // kube-apiserver negotiates it.
+      if (!/protobuf/i.test(String(req.headers.accept ?? ""))) {
+        writeRaw(res, 200, "application/json", OPENAPI_V2_JSON);
+        return;
+      }
       const doc = openapiV2Protobuf();
       res.statusCode = 200;
       res.setHeader("Content-Type", OPENAPI_V2_PROTOBUF_CONTENT_TYPE);

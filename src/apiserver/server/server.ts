@@ -31,6 +31,7 @@ import {
   resolveConnectionLimits,
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
+import { impersonationRefusal } from "./impersonation.ts";
 import { ServiceAccountTokens } from "./service-account-tokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -230,6 +231,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         sendStatus(res, errors.unauthorized());
         return;
       }
+    }
+    const refused = impersonationRefusal(req, user);
+    if (refused) {
+      sendStatus(res, refused);
+      return;
     }
     const requestId = randomUUID();
     api.handle(req, res, user).then(

@@ -45,6 +45,9 @@ export function statusFromStorage(err: unknown, subject: ErrorSubject): StatusEr
   if (err instanceof FutureRevisionError) {
     return tooLargeResourceVersion(err.requestedRevision, err.currentRevision);
   }
+  // No object can have a name this long (names are validated far shorter): nothing
+  // is there, as kube-apiserver answers.
+  if (err instanceof TooLargeError && err.what === "key") return errors.notFound(subject);
   if (err instanceof TooLargeError) {
     return errors.tooLarge(`Request entity too large: ${err.message}`);
   }
