@@ -28,6 +28,11 @@ export interface PrinterColumn {
   /** JSONPath like ".spec.replicas" (as CRDs declare), or a function for built-ins. */
   jsonPath?: string;
   value?: (obj: KubeObject) => unknown;
+  /**
+   * The value is the cell as it is, not converted by type (a "date" becomes an age
+   * otherwise): Kubernetes' default table convertor shows "Created At" as RFC 3339.
+   */
+  verbatim?: boolean;
 }
 
 export interface ScaleSubresource {

@@ -78,6 +78,8 @@ export interface ApiHandler {
   handle(req: IncomingMessage, res: ServerResponse, user: UserInfo): Promise<boolean>;
   /** True once the watch caches are primed. */
   ready(): boolean;
+  /** Objects and client watches per type, as the watch caches hold them (for metrics). */
+  typeStats(): { resource: string; objects: number; watchers: number }[];
   /**
    * The uid of the ServiceAccount `namespace/name` as the watch cache holds it;
    * undefined when there is none, it is being deleted, or the cache is not primed
@@ -173,6 +175,13 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     },
     ready() {
       return caches.ready();
+    },
+    typeStats() {
+      return caches.stats().map((t) => ({
+        resource: t.group ? `${t.resource}.${t.group}` : t.resource,
+        objects: t.objects,
+        watchers: t.watchers,
+      }));
     },
     serviceAccountUid(namespace, name) {
       const def = ctx.registry.get("", "serviceaccounts");

@@ -14,6 +14,13 @@ import type { Store } from "../../storage/store.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
 import {
+  type ApiMetrics,
+  classifyRequest,
+  clientOf,
+  createApiMetrics,
+  instrumentStore,
+} from "../metrics/index.ts";
+import {
   ANONYMOUS_ADMIN,
   type Authenticator,
   generateToken,
@@ -159,8 +166,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   installCrdType(registry);
   await restoreCustomResources(opts.store, registry, logger);
 
+  // Set below: the metrics read the handler's watch caches for object counts.
+  const metrics: ApiMetrics = createApiMetrics(() => handler?.typeStats() ?? []);
+  const store = instrumentStore(opts.store, metrics.storageDurations);
   const api: ApiHandler = await createApiHandler({
-    store: opts.store,
+    store,
     registry,
     logger,
     serviceAccountTokens,
@@ -212,6 +222,61 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     );
   };
 
+  const serveMetrics = (res: ServerResponse): void => {
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, {
+          "Content-Type": metrics.registry.contentType,
+          "Content-Length": Buffer.byteLength(text),
+        });
+        res.end(text);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "collecting metrics failed");
+        sendStatus(res, errors.internal("collecting metrics failed"));
+      },
+    );
+  };
+
+  /** Counts a request in Kubernetes' request metrics once its answer is done. */
+  const countRequest = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    url: string,
+  ): void => {
+    const q = url.indexOf("?");
+    const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+    const info = classifyRequest(req, path, query);
+    const labels = {
+      verb: info.verb,
+      dry_run: info.dryRun,
+      group: info.group,
+      version: info.version,
+      resource: info.resource,
+      subresource: info.subresource,
+      scope: info.scope,
+      component: "apiserver",
+    };
+    const kind = info.readOnly ? "readOnly" : "mutating";
+    const start = process.hrtime.bigint();
+    metrics.inflight.inc({ request_kind: kind });
+    if (info.longRunning) metrics.longRunning.inc(labels);
+    if (info.verb === "LIST" && info.wholeList) {
+      metrics.clientLists.inc({
+        client: metrics.clientLabel(clientOf(req.headers["user-agent"])),
+        group: info.group,
+        resource: info.resource,
+      });
+    }
+    res.once("close", () => {
+      metrics.inflight.dec({ request_kind: kind });
+      if (info.longRunning) metrics.longRunning.dec(labels);
+      metrics.requests.inc({ ...labels, code: String(res.statusCode) });
+      metrics.durations.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+    });
+  };
+
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
@@ -237,6 +302,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       sendStatus(res, refused);
       return;
     }
+    if (path === "/metrics") {
+      serveMetrics(res);
+      return;
+    }
+    countRequest(req, res, path, url);
     const requestId = randomUUID();
     api.handle(req, res, user).then(
       (handled) => {
@@ -279,7 +349,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const url = `${opts.tls ? "https" : "http"}://${urlHost}:${port}`;
   logger.info({ url }, "apiserver listening");
   const crds = new CrdController({
-    store: opts.store,
+    store,
     registry,
     url,
     logger,
