@@ -31,6 +31,12 @@ import {
 } from "./inspect/hot-loop.ts";
 import { generationLags } from "./inspect/lag.ts";
 import { controllerLeases, isControllerLease, leaseInfo } from "./inspect/leases.ts";
+import {
+  DEFAULT_REPEATED_LIST_RATE,
+  parseClientLists,
+  type RepeatedList,
+  repeatedLists,
+} from "./inspect/repeated-lists.ts";
 import type { ServedResource } from "./inspect/resources.ts";
 import { sampleWrites } from "./inspect/sample.ts";
 import { stuckObjects } from "./inspect/stuck.ts";
@@ -50,7 +56,8 @@ export const DOCTOR_USAGE = `Usage: setpoint doctor [flags]
 Is the control plane healthy? Checks the apiserver (/livez, /readyz), each
 controller's leader Lease, objects whose status.observedGeneration lags their
 spec, objects stuck in deletion, hot loops (objects written far more often than
-their spec changes), and recent Warning Events. Exit code 0 when healthy, 1 when
+their spec changes), clients listing whole collections again and again (from
+the apiserver's /metrics, during the sample), and recent Warning Events. Exit code 0 when healthy, 1 when
 problems are found. See docs/doctor.md.
 
 Flags:
@@ -136,6 +143,21 @@ async function readVersion(client: Client): Promise<{ gitVersion?: string }> {
   return (r.json ?? {}) as { gitVersion?: string };
 }
 
+/** The apiserver's whole-collection list counts by client (repeated-lists.ts), when it serves them. */
+async function readClientLists(
+  client: Client,
+): Promise<{ at: number; counts?: Map<string, number>; why?: string }> {
+  const at = Date.now();
+  try {
+    const r = await client.raw("GET", "/metrics", { accept: "text/plain" });
+    if (r.status !== 200) return { at, why: `GET /metrics: ${r.status}` };
+    const counts = parseClientLists(r.text);
+    return counts ? { at, counts } : { at, why: "the apiserver does not count lists by client" };
+  } catch (e) {
+    return { at, why: `GET /metrics: ${e instanceof Error ? e.message : String(e)}` };
+  }
+}
+
 export async function doctor(argv: string[]): Promise<number> {
   let opts: DoctorOptions;
   try {
@@ -196,6 +218,7 @@ export async function doctor(argv: string[]): Promise<number> {
       metadataOnly: (r) => !readWhole(r),
     });
 
+    const listsBefore = sampleMs > 0 ? await readClientLists(conn.client) : undefined;
     if (sampleMs > 0 && format === "table") note(`Sampling writes for ${formatAge(sampleMs)}...`);
     const sample =
       sampleMs > 0
@@ -208,6 +231,21 @@ export async function doctor(argv: string[]): Promise<number> {
           )
         : undefined;
 
+    const listsAfter = listsBefore ? await readClientLists(conn.client) : undefined;
+    let repeated: RepeatedList[] | undefined;
+    let repeatedSkipped = "write sampling off";
+    if (listsBefore && listsAfter) {
+      if (listsBefore.counts && listsAfter.counts) {
+        repeated = repeatedLists(
+          listsBefore.counts,
+          listsAfter.counts,
+          listsAfter.at - listsBefore.at,
+          DEFAULT_REPEATED_LIST_RATE,
+        );
+      } else {
+        repeatedSkipped = listsAfter.why ?? listsBefore.why ?? "no list metrics";
+      }
+    }
     const now = Date.now();
     const leases = controllerLeases(leaseObjects, now);
     const stats = leaseObjects.filter(isControllerLease).map((l) => ({
@@ -229,6 +267,7 @@ export async function doctor(argv: string[]): Promise<number> {
         thresholds.warningWindowMs,
       ),
       unreadable: [...served.failures, ...listing.failures, ...(sample?.failures ?? [])],
+      ...(repeated ? { repeatedLists: repeated } : { repeatedListsSkipped: repeatedSkipped }),
     };
     const report = diagnose(facts, thresholds, new Date(now));
     print(format === "json" ? renderJson(report) : renderReport(report));

@@ -33,6 +33,11 @@ export type StorageOptions =
       endpoints: readonly string[];
       /** This installation's key prefix (default "/setpoint/"). */
       prefix?: string;
+      /**
+       * Compact etcd's history this often, to the revision of one interval earlier,
+       * as kube-apiserver does (default 5 minutes; 0: never).
+       */
+      compactionIntervalMs?: number;
     };
 
 /** Opens the store `opts` asks for; a new SQLite file is recorded in `created`. */
@@ -44,12 +49,13 @@ export async function openStore(
   if (opts.backend === "etcd") {
     if (opts.endpoints.length === 0)
       throw new TypeError("etcd storage needs at least one endpoint");
-    const { EtcdStore } = await import("../storage/etcd/index.ts");
+    const { DEFAULT_COMPACTION_INTERVAL_MS, EtcdStore } = await import("../storage/etcd/index.ts");
     const { UnavailableError } = await import("../storage/errors.ts");
     try {
       return await EtcdStore.open({
         endpoints: [...opts.endpoints],
         prefix: opts.prefix ?? "/setpoint/",
+        compactionIntervalMs: opts.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS,
       });
     } catch (err) {
       if (!(err instanceof UnavailableError)) throw err;

@@ -28,6 +28,11 @@ export interface PrinterColumn {
   /** JSONPath like ".spec.replicas" (as CRDs declare), or a function for built-ins. */
   jsonPath?: string;
   value?: (obj: KubeObject) => unknown;
+  /**
+   * The value is the cell as it is, not converted by type (a "date" becomes an age
+   * otherwise): Kubernetes' default table convertor shows "Created At" as RFC 3339.
+   */
+  verbatim?: boolean;
 }
 
 export interface ScaleSubresource {
@@ -120,8 +125,10 @@ export interface Strategy {
    */
   allowCreateOnUpdate?: boolean;
   /**
-   * Whether `metadata.generation` moves on changes outside metadata/status.
-   * Every type here tracks generation.
+   * Whether the type has `metadata.generation` (1 on create, moving on changes outside
+   * metadata/status). As in Kubernetes, only types whose strategy sets it: custom
+   * resources and CustomResourceDefinitions here; not ConfigMaps, Secrets, Leases,
+   * ServiceAccounts, Events or Namespaces.
    */
   tracksGeneration: boolean;
   /** Field selectors beyond metadata.name / metadata.namespace: field path → value getter. */

@@ -90,6 +90,14 @@ export class UnavailableError extends StorageError {
   override name = "UnavailableError";
 }
 
+/**
+ * The backend is out of space (etcd's NOSPACE alarm: "mvcc: database space exceeded"):
+ * writes fail until an operator compacts, defragments and disarms it; may be retried.
+ */
+export class NoSpaceError extends UnavailableError {
+  override name = "NoSpaceError";
+}
+
 /** The store was closed. */
 export class ClosedError extends UnavailableError {
   override name = "ClosedError";

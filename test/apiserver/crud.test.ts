@@ -15,9 +15,9 @@ afterAll(async () => {
 
 describe("update", () => {
   it("moves generation only on changes outside metadata and status", async () => {
-    const c = await h.post(CM, configMap("gen", { a: "1" }));
+    const c = await h.post(WD, widget("gen", { replicas: 1 }));
     expect(c.body.metadata.generation).toBe(1);
-    const labelled = await h.put(`${CM}/gen`, {
+    const labelled = await h.put(`${WD}/gen`, {
       ...c.body,
       metadata: { ...c.body.metadata, labels: { x: "y" } },
     });
@@ -26,10 +26,47 @@ describe("update", () => {
     expect(Number(labelled.body.metadata.resourceVersion)).toBeGreaterThan(
       Number(c.body.metadata.resourceVersion),
     );
-    const changed = await h.put(`${CM}/gen`, { ...labelled.body, data: { a: "2" } });
+    const changed = await h.put(`${WD}/gen`, { ...labelled.body, spec: { replicas: 2 } });
     expect(changed.body.metadata.generation).toBe(2);
     expect(changed.body.metadata.uid).toBe(c.body.metadata.uid);
     expect(changed.body.metadata.creationTimestamp).toBe(c.body.metadata.creationTimestamp);
+  });
+
+  it("sets no generation on the types Kubernetes sets none on", async () => {
+    const paths: [string, Record<string, unknown>][] = [
+      [CM, configMap("nogen", { a: "1" })],
+      [
+        "/api/v1/namespaces/ns1/secrets",
+        { apiVersion: "v1", kind: "Secret", metadata: { name: "nogen" } },
+      ],
+      [
+        "/api/v1/namespaces/ns1/serviceaccounts",
+        { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "nogen" } },
+      ],
+      [
+        "/apis/coordination.k8s.io/v1/namespaces/ns1/leases",
+        {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: "nogen" },
+          spec: {},
+        },
+      ],
+      ["/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "nogen" } }],
+    ];
+    for (const [path, body] of paths) {
+      const created = await h.post(path, body);
+      expect(created.status, path).toBe(201);
+      expect(created.body.metadata.generation, path).toBeUndefined();
+      // A client that sends one does not get it stored either.
+      const named = (body.metadata as { name: string }).name;
+      const sent = await h.put(`${path}/${named}`, {
+        ...created.body,
+        metadata: { ...created.body.metadata, generation: 7 },
+      });
+      expect(sent.status, path).toBe(200);
+      expect(sent.body.metadata.generation, path).toBeUndefined();
+    }
   });
 
   it("refuses a stale resourceVersion with Kubernetes' conflict", async () => {
@@ -85,7 +122,7 @@ describe("update", () => {
       });
       expect(r.status).toBe(201);
       expect(r.body.metadata.uid).toBeTruthy();
-      expect(r.body.metadata.generation).toBe(1);
+      expect(r.body.metadata.generation).toBeUndefined();
     } finally {
       lease.strategy.allowCreateOnUpdate = before;
     }

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addWidgetType, configMap, type Harness, startHarness } from "./harness.ts";
 
@@ -26,6 +27,34 @@ describe("bad input", () => {
     expectStatus(r.body, 413, "RequestEntityTooLarge");
     expect(r.body.message).toBe("Request entity too large: limit is 3145728");
     expect((await h.get(`${CM}/big`)).status).toBe(404);
+  });
+
+  it("lets a client still sending an oversized body finish its write and read the 413", async () => {
+    // What kubectl does: send the whole body, reading the answer only afterwards.
+    // The server answers at once; it must not reset the connection under the client
+    // (which loses the answer and fails its write with a broken pipe).
+    const { hostname, port } = new URL(h.url);
+    const socket = connect(Number(port), hostname);
+    const body = Buffer.alloc(24 * 1024 * 1024, 0x20);
+    const head = `POST ${CM} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    socket.pause();
+    const received: Buffer[] = [];
+    const outcome = await new Promise<string>((resolve) => {
+      socket.on("error", (e) => resolve(`error: ${e.message}`));
+      socket.write(head);
+      socket.write(body, (err) => {
+        if (err) return;
+        socket.on("data", (c: Buffer) => received.push(c));
+        socket.on("end", () => resolve("end"));
+        socket.resume();
+      });
+    });
+    socket.destroy();
+    expect(outcome).toBe("end");
+    const text = Buffer.concat(received).toString("utf8");
+    expect(text).toMatch(/^HTTP\/1.1 413 /);
+    expect(text).toMatch(/\r\nConnection: close\r\n/i);
+    expect(text).toContain('"message":"Request entity too large: limit is 3145728"');
   });
 
   it("refuses malformed JSON, YAML and protobuf with 400", async () => {

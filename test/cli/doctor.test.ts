@@ -82,6 +82,7 @@ describe("setpoint doctor on a quiet cluster", () => {
         ["observedGeneration", "OK"],
         ["deletion", "OK"],
         ["hotLoops", "OK"],
+        ["repeatedLists", "OK"],
         ["warnings", "OK"],
         ["coverage", "OK"],
       ]);
@@ -101,6 +102,50 @@ describe("setpoint doctor on a quiet cluster", () => {
       expect(t.stdout).toMatch(/Healthy: no problem found\.\n$/);
       expect(t.stdout).not.toContain("[WARN]");
       expect(t.stdout).not.toContain("[FAIL]");
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe("setpoint doctor and a client that lists a whole collection again and again", () => {
+  const env = startForFile(startWidgetEnv);
+
+  it(
+    "warns, naming the client and the resource, from the apiserver's metrics",
+    async () => {
+      // What a reconcile that lists every Widget per object looks like from the
+      // server: whole-collection lists by one client, for as long as it runs.
+      let running = true;
+      let lists = 0;
+      const lister = (async () => {
+        for (let i = 0; running && i < 20_000; i++) {
+          const r = await fetch(`${env.url}/apis/example.com/v1/widgets`, {
+            headers: { "User-Agent": "quadratic-controller/v0.0.1 (linux/amd64)" },
+          });
+          await r.arrayBuffer();
+          lists++;
+          await sleep(20);
+        }
+      })();
+      try {
+        await eventually(() => lists >= 5, "the lister to start");
+        const j = await runCli(["doctor", "-o", "json", "--sample", "2s"], {
+          kubeconfig: env.kubeconfigPath,
+        });
+        expect(j.code, j.stdout + j.stderr).toBe(1);
+        const report = JSON.parse(j.stdout) as DoctorReport;
+        const c = check(report, "repeatedLists");
+        expect(c.verdict).toBe("WARN");
+        expect(c.items).toMatchObject([
+          { client: "quadratic-controller", group: "example.com", resource: "widgets" },
+        ]);
+        expect(c.lines[0]).toMatch(
+          /^quadratic-controller: \d+ lists of widgets\.example\.com in \d/,
+        );
+      } finally {
+        running = false;
+        await lister;
+      }
     },
     TEST_TIMEOUT_MS,
   );

@@ -97,7 +97,7 @@ describe("Registry", () => {
       { group: "", versions: ["v1"], preferred: "v1" },
       { group: "coordination.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "events.k8s.io", versions: ["v1"], preferred: "v1" },
-      { group: "authentication.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "authentication.k8s.io", versions: ["v1", "v1beta1", "v1alpha1"], preferred: "v1" },
       { group: "authorization.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "example.com", versions: ["v1", "v1beta1", "v2alpha1"], preferred: "v1" },
     ]);

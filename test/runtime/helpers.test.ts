@@ -245,14 +245,21 @@ describe("mapLimit", () => {
 
   it("attempts every item when some fail, then rejects with the first failure", async () => {
     const attempted: number[] = [];
+    // Item 2 holds its slot until item 5 starts, and item 5 starts only once the
+    // other slot has run 1, 3 and 4 (and 4's failure was recorded): so 4 fails
+    // first by construction, with no timers involved.
+    let releaseTwo!: () => void;
+    const twoReleased = new Promise<void>((r) => {
+      releaseTwo = r;
+    });
     const err = await mapLimit([1, 2, 3, 4, 5], 2, async (n) => {
       attempted.push(n);
-      await new Promise((r) => setTimeout(r, n === 2 ? 5 : 1));
+      if (n === 2) await twoReleased;
+      if (n === 5) releaseTwo();
       if (n % 2 === 0) throw new Error(`failed ${n}`);
       return n;
     }).catch((e: unknown) => e);
-    // Item 2 fails later than item 4 (it takes longer): the first to fail wins.
     expect((err as Error).message).toBe("failed 4");
-    expect(attempted.sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(attempted).toEqual([1, 2, 3, 4, 5]);
   });
 });

@@ -143,6 +143,29 @@ describe("SqliteStore.open refuses files it must not touch", () => {
   });
 });
 
+describe("SqliteStore file permissions", () => {
+  it("creates the store and its WAL files readable by their owner only, whatever the umask", async () => {
+    const { file } = fresh();
+    fs.chmodSync(tmp.dir, 0o755);
+    const umask = process.umask(0o022);
+    let store: SqliteStore;
+    try {
+      store = SqliteStore.open(file);
+    } finally {
+      process.umask(umask);
+    }
+    try {
+      await store.create("/k/a", "a");
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+        expect(fs.existsSync(f), f).toBe(true);
+        expect((fs.statSync(f).mode & 0o777).toString(8), f).toBe("600");
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("SqliteStore reopen", () => {
   it("keeps revision, data, history and the compacted revision", async () => {
     const { file } = fresh();

@@ -29,6 +29,7 @@ export {
 } from "./openapi-schemas.ts";
 export {
   OPENAPI_V2_DOCUMENT_MESSAGE,
+  OPENAPI_V2_JSON,
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
 } from "./openapi-v2.ts";

@@ -20,6 +20,13 @@ export const OPENAPI_V2_PROTOBUF_CONTENT_TYPE =
 /** The document's message (gnostic's openapi.v2.Document). */
 export const OPENAPI_V2_DOCUMENT_MESSAGE = "openapi.v2.Document";
 
+/** The same minimal document in JSON, for clients that do not ask for protobuf. */
+export const OPENAPI_V2_JSON = JSON.stringify({
+  swagger: "2.0",
+  info: { title: "Kubernetes", version: "unversioned" },
+  paths: {},
+});
+
 let encoded: Buffer | undefined;
 
 /** The document's bytes (the same for every registry: it lists no paths). */

@@ -1,7 +1,7 @@
 /** POST to a collection: create an object (201), with generateName and dryRun. */
 
 import type { KubeObject } from "@setpoint/api";
-import { errors } from "@setpoint/api";
+import { errors, failure } from "@setpoint/api";
 import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
 import { convertToStorage } from "../wire/codec.ts";
 import type { RequestScope } from "./context.ts";
@@ -25,6 +25,18 @@ export function bindNamespace(scope: RequestScope, obj: KubeObject): void {
   }
 }
 
+/**
+ * A create naming a resourceVersion was probably sourced from a stored object by
+ * mistake: refused as kube-apiserver's storage refuses it (500, no reason). A value
+ * that is not a revision number (e.g. "-1") is ignored there, and here.
+ */
+function refuseResourceVersion(obj: KubeObject): void {
+  const rv = obj.metadata.resourceVersion;
+  if (typeof rv === "string" && /^\d+$/.test(rv) && !/^0+$/.test(rv)) {
+    throw failure(500, "", "resourceVersion should not be set on objects to be created");
+  }
+}
+
 /** Handles POST on a collection. */
 export async function createResource(scope: RequestScope): Promise<void> {
   const mode = parseFieldValidation(scope, "CreateOptions");
@@ -32,6 +44,7 @@ export async function createResource(scope: RequestScope): Promise<void> {
   const manager = fieldManager(scope, "CreateOptions");
   const body = await readObject(scope, mode);
   bindNamespace(scope, body);
+  refuseResourceVersion(body);
   const stored = await scope.store.create(convertToStorage(body, scope.def), { dryRun, manager });
   respondObject(scope, 201, stored);
 }

@@ -19,6 +19,7 @@ import {
   apiResourceList,
   apiVersions,
   negotiateAggregatedDiscovery,
+  OPENAPI_V2_JSON,
   OPENAPI_V2_PROTOBUF_CONTENT_TYPE,
   openapiV2Protobuf,
   openapiV3DocumentJson,
@@ -36,6 +37,7 @@ import { writeError, writeObject, writeRaw } from "../wire/response.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";
 import { createResource } from "./create.ts";
 import { deleteCollection, deleteResource } from "./delete.ts";
+import { closeAfterDraining } from "./drain.ts";
 import { getResource } from "./get.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
@@ -76,6 +78,8 @@ export interface ApiHandler {
   handle(req: IncomingMessage, res: ServerResponse, user: UserInfo): Promise<boolean>;
   /** True once the watch caches are primed. */
   ready(): boolean;
+  /** Objects and client watches per type, as the watch caches hold them (for metrics). */
+  typeStats(): { resource: string; objects: number; watchers: number }[];
   /**
    * The uid of the ServiceAccount `namespace/name` as the watch cache holds it;
    * undefined when there is none, it is being deleted, or the cache is not primed
@@ -172,6 +176,13 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     ready() {
       return caches.ready();
     },
+    typeStats() {
+      return caches.stats().map((t) => ({
+        resource: t.group ? `${t.resource}.${t.group}` : t.resource,
+        objects: t.objects,
+        watchers: t.watchers,
+      }));
+    },
     serviceAccountUid(namespace, name) {
       const def = ctx.registry.get("", "serviceaccounts");
       if (!def || closed) return undefined;
@@ -219,9 +230,9 @@ function respondError(
     return;
   }
   if (status.code === 413) {
-    // The rest of an oversized body is not read: close the connection after answering.
+    // The rest of an oversized body is not read: answer, then close gracefully.
     res.setHeader("Connection", "close");
-    res.once("finish", () => req.destroy());
+    closeAfterDraining(req);
   }
   if (!status.status.details) status.status.details = {};
   writeError(res, status, warnings);
@@ -280,6 +291,12 @@ async function dispatch(
       writeObject(res, 200, openapiV3Index(reg));
       return;
     case "openapiV2": {
+      // Protobuf for the clients that ask for it (kubectl), JSON otherwise, as
+      // kube-apiserver negotiates it.
+      if (!/protobuf/i.test(String(req.headers.accept ?? ""))) {
+        writeRaw(res, 200, "application/json", OPENAPI_V2_JSON);
+        return;
+      }
       const doc = openapiV2Protobuf();
       res.statusCode = 200;
       res.setHeader("Content-Type", OPENAPI_V2_PROTOBUF_CONTENT_TYPE);

@@ -48,6 +48,8 @@ export interface RequestUrl {
  */
 const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9\-_.~/:@]*$/;
 const DOT_SEGMENT = /\/\.\.?(\/|$)/;
+/** A "." or ".." segment, also percent-encoded (which WHATWG URL parsing resolves too). */
+const ANY_DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:[/\\]|$)/i;
 /** A query WHATWG URL parsing reads as it stands: printable ASCII, no fragment. */
 const PLAIN_QUERY = /^[!-"$-~]*$/;
 
@@ -63,6 +65,15 @@ export function requestUrl(target: string): RequestUrl | null {
   if (PLAIN_PATH.test(path) && !DOT_SEGMENT.test(path) && PLAIN_QUERY.test(query)) {
     // The constructor drops one leading "?": give it the one the target had.
     return { pathname: path, searchParams: new URLSearchParams(`?${query}`) };
+  }
+  if (ANY_DOT_SEGMENT.test(path)) {
+    // Never resolved: `.../configmaps/..` must not reach the namespace. The route
+    // parser refuses dot segments, so such a path names nothing (404).
+    try {
+      return { pathname: path, searchParams: new URLSearchParams(`?${query}`) };
+    } catch {
+      return null;
+    }
   }
   try {
     return new URL(target, "http://localhost");

@@ -14,6 +14,13 @@ import type { Store } from "../../storage/store.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
 import {
+  type ApiMetrics,
+  classifyRequest,
+  clientOf,
+  createApiMetrics,
+  instrumentStore,
+} from "../metrics/index.ts";
+import {
   ANONYMOUS_ADMIN,
   type Authenticator,
   generateToken,
@@ -30,6 +37,8 @@ import {
   handshakeTimeoutMs,
   resolveConnectionLimits,
 } from "./connections.ts";
+import { type HealthCheck, serveHealth } from "./health.ts";
+import { impersonationRefusal } from "./impersonation.ts";
 import { ServiceAccountTokens } from "./service-account-tokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -66,6 +75,11 @@ export interface ApiServerOptions {
   limits?: Partial<ApiLimits>;
   /** Timeouts of what clients send, and the connection bound (connections.ts); default Kubernetes'. */
   connections?: Partial<ConnectionLimits>;
+  /**
+   * Name of the storage health check in /healthz, /livez and /readyz (kube-apiserver's
+   * is "etcd"); default "storage".
+   */
+  storageCheckName?: string;
 }
 
 export interface ApiServer {
@@ -152,8 +166,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   installCrdType(registry);
   await restoreCustomResources(opts.store, registry, logger);
 
+  // Set below: the metrics read the handler's watch caches for object counts.
+  const metrics: ApiMetrics = createApiMetrics(() => handler?.typeStats() ?? []);
+  const store = instrumentStore(opts.store, metrics.storageDurations);
   const api: ApiHandler = await createApiHandler({
-    store: opts.store,
+    store,
     registry,
     logger,
     serviceAccountTokens,
@@ -162,10 +179,102 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   handler = api;
   let closing = false;
 
-  const health = (path: string): boolean => {
-    if (closing) return false;
-    if (path.startsWith("/readyz")) return api.ready();
-    return true;
+  // Health checks, named as kube-apiserver names its own (health.ts serves them).
+  const ping: HealthCheck = { name: "ping", check: () => {} };
+  const log: HealthCheck = { name: "log", check: () => {} };
+  const storage: HealthCheck = {
+    name: opts.storageCheckName ?? "storage",
+    check: async () => {
+      await opts.store.currentRevision();
+    },
+  };
+  const informerSync: HealthCheck = {
+    name: "informer-sync",
+    check: () => {
+      if (!api.ready()) throw new Error("watch caches not primed yet");
+    },
+  };
+  const shutdown: HealthCheck = {
+    name: "shutdown",
+    check: () => {
+      if (closing) throw new Error("process is shutting down");
+    },
+  };
+  const healthChecks: Record<string, readonly HealthCheck[]> = {
+    healthz: [ping, log, storage],
+    livez: [ping, log],
+    readyz: [ping, log, storage, informerSync, shutdown],
+  };
+  const serveHealthPath = (res: ServerResponse, path: string, url: string): void => {
+    const endpoint = path.slice(1).split("/")[0];
+    const q = url.indexOf("?");
+    const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+    serveHealth(res, endpoint, path, query, healthChecks[endpoint] ?? [], (name, err) =>
+      logger.warn({ err, check: name }, `${endpoint} check failed`),
+    ).then(
+      (served) => {
+        if (!served) sendText(res, 404, "404 page not found\n");
+      },
+      (err: unknown) => {
+        logger.error({ err, path }, "health check failed");
+        if (!res.headersSent) sendText(res, 500, "internal server error\n");
+      },
+    );
+  };
+
+  const serveMetrics = (res: ServerResponse): void => {
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, {
+          "Content-Type": metrics.registry.contentType,
+          "Content-Length": Buffer.byteLength(text),
+        });
+        res.end(text);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "collecting metrics failed");
+        sendStatus(res, errors.internal("collecting metrics failed"));
+      },
+    );
+  };
+
+  /** Counts a request in Kubernetes' request metrics once its answer is done. */
+  const countRequest = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    url: string,
+  ): void => {
+    const q = url.indexOf("?");
+    const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
+    const info = classifyRequest(req, path, query);
+    const labels = {
+      verb: info.verb,
+      dry_run: info.dryRun,
+      group: info.group,
+      version: info.version,
+      resource: info.resource,
+      subresource: info.subresource,
+      scope: info.scope,
+      component: "apiserver",
+    };
+    const kind = info.readOnly ? "readOnly" : "mutating";
+    const start = process.hrtime.bigint();
+    metrics.inflight.inc({ request_kind: kind });
+    if (info.longRunning) metrics.longRunning.inc(labels);
+    if (info.verb === "LIST" && info.wholeList) {
+      metrics.clientLists.inc({
+        client: metrics.clientLabel(clientOf(req.headers["user-agent"])),
+        group: info.group,
+        resource: info.resource,
+      });
+    }
+    res.once("close", () => {
+      metrics.inflight.dec({ request_kind: kind });
+      if (info.longRunning) metrics.longRunning.dec(labels);
+      metrics.requests.inc({ ...labels, code: String(res.statusCode) });
+      metrics.durations.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+    });
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -176,8 +285,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       if (path === "/version") {
         sendJson(res, 200, version);
       } else {
-        const ok = health(path);
-        sendText(res, ok ? 200 : 500, ok ? "ok" : "not ready");
+        serveHealthPath(res, path, url);
       }
       return;
     }
@@ -189,6 +297,16 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         return;
       }
     }
+    const refused = impersonationRefusal(req, user);
+    if (refused) {
+      sendStatus(res, refused);
+      return;
+    }
+    if (path === "/metrics") {
+      serveMetrics(res);
+      return;
+    }
+    countRequest(req, res, path, url);
     const requestId = randomUUID();
     api.handle(req, res, user).then(
       (handled) => {
@@ -231,7 +349,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const url = `${opts.tls ? "https" : "http"}://${urlHost}:${port}`;
   logger.info({ url }, "apiserver listening");
   const crds = new CrdController({
-    store: opts.store,
+    store,
     registry,
     url,
     logger,

@@ -3,7 +3,9 @@
  * creates): namespace admission, server-set metadata, field ownership, defaults
  * and validation.
  */
+
 import type { KubeObject } from "@setpoint/api";
+import { canonicalizeObject } from "../wire/canonical.ts";
 import { recordUpdate } from "./field-manager.ts";
 import { applyDefaults, checkLimits, prepareCreate, validateCreate } from "./lifecycle.ts";
 import type { StoreContext } from "./scope.ts";
@@ -39,6 +41,7 @@ export async function prepareNewObject(
     });
   }
   applyDefaults(obj, def, version);
+  canonicalizeObject(obj, def, version);
   validateCreate(obj, def);
   return obj;
 }

@@ -9,6 +9,7 @@ import {
   ConflictError,
   FutureRevisionError,
   InvalidKeyError,
+  NoSpaceError,
   NotFoundError,
   TooLargeError,
   UnavailableError,
@@ -44,10 +45,21 @@ export function statusFromStorage(err: unknown, subject: ErrorSubject): StatusEr
   if (err instanceof FutureRevisionError) {
     return tooLargeResourceVersion(err.requestedRevision, err.currentRevision);
   }
+  // No object can have a name this long (names are validated far shorter): nothing
+  // is there, as kube-apiserver answers.
+  if (err instanceof TooLargeError && err.what === "key") return errors.notFound(subject);
   if (err instanceof TooLargeError) {
     return errors.tooLarge(`Request entity too large: ${err.message}`);
   }
   if (err instanceof InvalidKeyError) return errors.badRequest(err.message);
+  if (err instanceof NoSpaceError) {
+    // kube-apiserver answers etcd's error as an internal error; the Retry-After makes
+    // clients (client-go, kubectl, the runtime) send the write again later.
+    return failure(500, "InternalError", `Internal error occurred: ${err.message}`, {
+      causes: [{ message: err.message }],
+      retryAfterSeconds: 1,
+    });
+  }
   if (err instanceof UnavailableError) {
     return errors.unavailable(`storage is unavailable: ${err.message}`);
   }

@@ -7,6 +7,7 @@
 
 import type { KubeObject } from "@setpoint/api";
 import { deepClone, errors, fieldErrors } from "@setpoint/api";
+import { canonicalizeObject } from "../wire/canonical.ts";
 import { recordUpdate } from "./field-manager.ts";
 import {
   applyDefaults,
@@ -108,6 +109,7 @@ export async function decideUpdate(
     });
   }
   applyDefaults(next, def, version);
+  canonicalizeObject(next, def, version);
   bumpGeneration(next, current, def, sub);
   const removing = readyToRemove(next, def);
   // An update that changes nothing stores nothing, and is not validated again: the

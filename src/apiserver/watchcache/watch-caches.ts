@@ -47,6 +47,16 @@ export class WatchCacheSet {
     return cache;
   }
 
+  /** Objects and client watches of each type (for metrics). */
+  stats(): { group: string; resource: string; objects: number; watchers: number }[] {
+    return [...this.#caches.values()].map((c) => ({
+      group: c.def.group,
+      resource: c.def.names.plural,
+      objects: c.size,
+      watchers: c.watcherCount,
+    }));
+  }
+
   /** True once every cache has loaded its first listing. */
   ready(): boolean {
     for (const c of this.#caches.values()) if (!c.isReady) return false;

@@ -118,8 +118,12 @@ export function writeStatus(
     code: status.code,
   };
   if (body.message === undefined) delete body.message;
-  if (body.reason === undefined) delete body.reason;
+  if (!body.reason) delete body.reason;
   if (body.details === undefined) delete body.details;
+  // As Kubernetes does: a Status that says when to retry says it in the header too,
+  // which is what clients (client-go's checkWait) act on for 429 and 5xx answers.
+  const retryAfter = status.details?.retryAfterSeconds;
+  if (retryAfter && retryAfter > 0 && !res.headersSent) res.setHeader("Retry-After", retryAfter);
   writeObject(res, status.code, body, { mediaType, warnings });
 }
 

@@ -165,6 +165,7 @@ function typedCell(type: string, value: unknown, now: Date): unknown {
 function columnCell(col: PrinterColumn): Cell {
   if (col.value) {
     const value = col.value;
+    if (col.verbatim) return (obj) => value(obj) ?? null;
     return (obj, now) => typedCell(col.type, value(obj), now);
   }
   const path = col.jsonPath;

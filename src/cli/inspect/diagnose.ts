@@ -6,10 +6,12 @@
  * FAIL with the objects behind it. Pure: the command gathers, this judges and
  * renders. docs/doctor.md describes each check and its thresholds.
  */
+
 import { formatAge } from "./duration.ts";
 import type { HotKey, HotLoop } from "./hot-loop.ts";
 import type { GenerationLag } from "./lag.ts";
 import type { LeaseInfo } from "./leases.ts";
+import type { RepeatedList } from "./repeated-lists.ts";
 import { objectLabel } from "./resources.ts";
 import { describeHandling, isUnhandled, type StuckObject } from "./stuck.ts";
 import type { WarningGroup } from "./warnings.ts";
@@ -45,6 +47,13 @@ export interface DoctorFacts {
   warnings: WarningGroup[];
   /** Resources that could not be listed or watched. */
   unreadable: { resource: string; message: string }[];
+  /**
+   * Clients listing whole collections again and again during the sample window;
+   * undefined when not checked (no window, or the server has no such metric).
+   */
+  repeatedLists?: RepeatedList[];
+  /** Why repeated lists were not checked (when `repeatedLists` is undefined). */
+  repeatedListsSkipped?: string;
 }
 
 /** The thresholds the verdicts use. */
@@ -191,6 +200,32 @@ function hotLoopCheck(facts: DoctorFacts, t: DoctorThresholds): Check {
   };
 }
 
+function repeatedListsCheck(facts: DoctorFacts): Check {
+  const found = facts.repeatedLists;
+  if (!found) {
+    return {
+      name: "repeatedLists",
+      verdict: "OK",
+      summary: `not checked: ${facts.repeatedListsSkipped ?? "no sample window"}`,
+      lines: [],
+      items: [],
+    };
+  }
+  return {
+    name: "repeatedLists",
+    verdict: found.length > 0 ? "WARN" : "OK",
+    summary:
+      found.length > 0
+        ? `${plural(found.length, "client")} listed a whole collection again and again: a list inside every reconcile defeats the cache (read from an informer instead)`
+        : "no client lists whole collections repeatedly",
+    lines: found.map(
+      (r) =>
+        `${r.client}: ${r.lists} lists of ${r.group ? `${r.resource}.${r.group}` : r.resource} in ${formatAge(r.windowMs)} (${r.total} since the apiserver started)`,
+    ),
+    items: found,
+  };
+}
+
 function warningsCheck(warnings: WarningGroup[], t: DoctorThresholds): Check {
   const terminal = warnings.filter((w) => w.terminal).length;
   const since = `in the last ${formatAge(t.warningWindowMs)}`;
@@ -230,6 +265,7 @@ export function diagnose(facts: DoctorFacts, t: DoctorThresholds, now: Date): Do
     generationCheck(facts.lags, t),
     deletionCheck(facts.deleting, t),
     hotLoopCheck(facts, t),
+    repeatedListsCheck(facts),
     warningsCheck(facts.warnings, t),
     coverageCheck(facts.unreadable),
   ];
@@ -270,6 +306,7 @@ const TITLES: Record<string, string> = {
   observedGeneration: "Spec rollout",
   deletion: "Deletion",
   hotLoops: "Hot loops",
+  repeatedLists: "Repeated lists",
   warnings: "Warnings",
   coverage: "Coverage",
 };

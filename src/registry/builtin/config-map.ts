@@ -122,7 +122,7 @@ export const configMapDefinition: ResourceDefinition = {
   ],
   strategy: {
     allowUnconditionalUpdate: true,
-    tracksGeneration: true,
+    tracksGeneration: false,
     validate: validateConfigMap,
   },
 };

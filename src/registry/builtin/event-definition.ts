@@ -127,7 +127,7 @@ export function eventDefinition(parts: EventDefinitionParts): ResourceDefinition
     strategy: {
       allowUnconditionalUpdate: true,
       allowCreateOnUpdate: true,
-      tracksGeneration: true,
+      tracksGeneration: false,
       validate: parts.validate,
       selectableFields: parts.selectableFields,
     },

@@ -113,7 +113,7 @@ export const leaseDefinition: ResourceDefinition = {
   strategy: {
     allowUnconditionalUpdate: true,
     allowCreateOnUpdate: true,
-    tracksGeneration: true,
+    tracksGeneration: false,
     validate: validateLease,
   },
 };

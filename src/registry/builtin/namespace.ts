@@ -234,7 +234,7 @@ export const namespaceDefinition: ResourceDefinition = {
   ],
   strategy: {
     allowUnconditionalUpdate: true,
-    tracksGeneration: true,
+    tracksGeneration: false,
     default: defaultNamespace,
     prepareForCreate,
     prepareForUpdate,

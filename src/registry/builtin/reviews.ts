@@ -249,6 +249,7 @@ function reviewDefinition(
   protobufMessage: string,
   review: NonNullable<ResourceDefinition["review"]>,
   validate?: (obj: KubeObject) => StatusCause[],
+  olderVersions: readonly string[] = [],
 ): ResourceDefinition {
   const singular = kind.toLowerCase();
   return {
@@ -274,6 +275,14 @@ function reviewDefinition(
         statusSubresource: false,
         printerColumns: [],
       },
+      ...olderVersions.map((name) => ({
+        name,
+        served: true,
+        storage: false,
+        schema,
+        statusSubresource: false,
+        printerColumns: [],
+      })),
     ],
     strategy: {
       allowUnconditionalUpdate: false,
@@ -284,7 +293,10 @@ function reviewDefinition(
   };
 }
 
-/** authentication.k8s.io/v1 SelfSubjectReview: who the caller is (`kubectl auth whoami`). */
+/**
+ * authentication.k8s.io/v1 SelfSubjectReview: who the caller is (`kubectl auth whoami`).
+ * Also served as v1beta1 and v1alpha1 (the same type), which kubectl 1.27 asks for.
+ */
 export const selfSubjectReviewDefinition = reviewDefinition(
   "authentication.k8s.io",
   "SelfSubjectReview",
@@ -298,6 +310,8 @@ export const selfSubjectReviewDefinition = reviewDefinition(
         groups: groupsOf(requester),
       },
     }),
+  undefined,
+  ["v1beta1", "v1alpha1"],
 );
 
 /** authorization.k8s.io/v1 SelfSubjectAccessReview: may the caller do this (`kubectl auth can-i`)? */

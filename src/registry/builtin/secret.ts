@@ -167,7 +167,7 @@ export const secretDefinition: ResourceDefinition = {
   ],
   strategy: {
     allowUnconditionalUpdate: true,
-    tracksGeneration: true,
+    tracksGeneration: false,
     default: defaultSecret,
     validate: validateSecret,
     selectableFields: { type: (obj) => fieldString(obj, "type") },

@@ -60,5 +60,5 @@ export const serviceAccountDefinition: ResourceDefinition = {
       ],
     },
   ],
-  strategy: { allowUnconditionalUpdate: true, tracksGeneration: true },
+  strategy: { allowUnconditionalUpdate: true, tracksGeneration: false },
 };

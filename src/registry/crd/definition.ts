@@ -762,6 +762,7 @@ export const customResourceDefinitions: ResourceDefinition = {
           priority: 0,
           description: "When the CustomResourceDefinition was created.",
           value: (obj) => obj.metadata.creationTimestamp ?? "",
+          verbatim: true,
         },
       ],
     },

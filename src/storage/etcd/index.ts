@@ -8,6 +8,11 @@
  */
 export { EtcdClient, type EtcdClientOptions, EtcdRpcError } from "./client.ts";
 export {
+  COMPACT_REV_KEY,
+  Compactor,
+  DEFAULT_COMPACTION_INTERVAL_MS,
+} from "./compactor.ts";
+export {
   DEFAULT_DIAL_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCH_RETRY_TIMEOUT_MS,

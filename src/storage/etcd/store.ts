@@ -51,6 +51,7 @@ import {
   ConflictError,
   FutureRevisionError,
   InvalidKeyError,
+  NoSpaceError,
   NotFoundError,
   StorageError,
   TooLargeError,
@@ -68,6 +69,7 @@ import type {
 import { DEFAULT_WATCH_BUFFER, MAX_KEY_BYTES, MAX_VALUE_BYTES } from "../store.ts";
 import { checkKey, checkRevision, checkValue } from "../validate.ts";
 import { EtcdClient, EtcdRpcError, isUnavailable } from "./client.ts";
+import { Compactor } from "./compactor.ts";
 import { decodeContinue, encodeContinue } from "./continue-token.ts";
 import { KeySpace, validatePrefix } from "./key-space.ts";
 import { type Compare, CompareResult, CompareTarget, type TxnResponse } from "./messages.ts";
@@ -103,11 +105,21 @@ export interface EtcdStoreOptions {
   watchRetryTimeoutMs?: number;
   /** Make compact() wait until etcd has removed the history from disk. Default false. */
   physicalCompaction?: boolean;
+  /**
+   * Compact etcd's history every this many milliseconds, to the revision of one
+   * interval earlier, as kube-apiserver does (compactor.ts; `setpoint up` uses
+   * DEFAULT_COMPACTION_INTERVAL_MS). 0 or absent: this store never compacts by itself.
+   */
+  compactionIntervalMs?: number;
+  /** Told of each periodic compaction's failure (the next interval tries again). */
+  onCompactionError?: (err: unknown) => void;
 }
 
 const COMPACTED = "required revision has been compacted";
 const FUTURE = "required revision is a future revision";
 const TOO_LARGE = "request is too large";
+/** etcd's answer to writes while its NOSPACE alarm is raised (gRPC RESOURCE_EXHAUSTED too). */
+const NO_SPACE = "database space exceeded";
 
 function isCompacted(err: unknown): boolean {
   return err instanceof EtcdRpcError && err.details.includes(COMPACTED);
@@ -135,6 +147,7 @@ export class EtcdStore implements Store {
   private readonly pendingStarts = new Set<Promise<void>>();
   /** Highest compacted revision seen so far (a lower bound of etcd's). */
   private knownCompacted = 0;
+  private readonly compactor: Compactor | undefined;
   private closed = false;
 
   private constructor(opts: EtcdStoreOptions) {
@@ -147,6 +160,15 @@ export class EtcdStore implements Store {
       dialTimeoutMs: opts.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS,
       requestTimeoutMs: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     });
+    const interval = opts.compactionIntervalMs ?? 0;
+    if (interval > 0) {
+      this.compactor = new Compactor({
+        client: this.client,
+        intervalMs: interval,
+        onCompacted: (rev) => this.noteCompacted(rev),
+        ...(opts.onCompactionError ? { onError: opts.onCompactionError } : {}),
+      });
+    }
   }
 
   /**
@@ -161,6 +183,7 @@ export class EtcdStore implements Store {
       await store.close();
       throw err;
     }
+    store.compactor?.start();
     return store;
   }
 
@@ -378,6 +401,7 @@ export class EtcdStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.compactor?.stop();
     for (const w of [...this.watches]) w.close();
     this.watches.clear();
     this.client.close();
@@ -469,6 +493,7 @@ export class EtcdStore implements Store {
       const current = await this.currentRevision().catch(() => 0);
       throw new FutureRevisionError(revision, current);
     }
+    if (err.details.includes(NO_SPACE)) throw new NoSpaceError(err.details);
     if (err.details.includes(TOO_LARGE) || err.code === GrpcStatus.RESOURCE_EXHAUSTED) {
       throw new TooLargeError("value", size, MAX_VALUE_BYTES);
     }

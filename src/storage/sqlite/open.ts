@@ -101,6 +101,7 @@ export function openDatabase(path: string, opts: OpenDatabaseOptions): OpenedDat
   let db: Database.Database | null = null;
   try {
     const size = inspectHeader(path);
+    if (size === 0) createPrivate(path);
     db = new Database(path, { timeout: 0 });
     const isNew = inspectContents(db, path, size);
     db.pragma("journal_mode = WAL");
@@ -171,6 +172,19 @@ function canonicalPath(path: string): string {
     } catch {
       return absolute;
     }
+  }
+}
+
+/**
+ * Creates the store file empty and readable by its owner only (0600) when absent.
+ * SQLite would create it 0644 less the umask; its -wal and -shm files take the main
+ * file's permissions, so they are private too.
+ */
+function createPrivate(path: string): void {
+  try {
+    fs.closeSync(fs.openSync(path, "wx", 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
 }
 
