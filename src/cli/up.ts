@@ -44,6 +44,9 @@ Flags:
   --storage sqlite|etcd       storage backend (default sqlite, a file in the data dir)
   --etcd-endpoints URL,...    etcd client URLs (with --storage etcd)
   --etcd-prefix PREFIX        key prefix in etcd for this installation (default /setpoint/)
+  --etcd-compaction-interval D
+                              compact etcd's history this often, to the revision of one
+                              interval earlier (default 5m; 0: never)
   --listen HOST:PORT          address to serve on (default 127.0.0.1:6443; port 0 picks one)
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
   --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
@@ -76,6 +79,7 @@ const UP_OPTIONS = {
   storage: { type: "string", default: "sqlite" },
   "etcd-endpoints": { type: "string" },
   "etcd-prefix": { type: "string", default: "/setpoint/" },
+  "etcd-compaction-interval": { type: "string" },
   listen: { type: "string", default: "127.0.0.1:6443" },
   "tls-san": { type: "string", default: "" },
   "token-auth-file": { type: "string" },
@@ -92,6 +96,7 @@ export function parseStorage(values: {
   storage: string;
   "etcd-endpoints"?: string;
   "etcd-prefix": string;
+  "etcd-compaction-interval"?: string;
 }): StorageOptions {
   switch (values.storage) {
     case "sqlite":
@@ -104,7 +109,13 @@ export function parseStorage(values: {
       if (endpoints.length === 0) {
         throw new UsageError("--storage etcd needs --etcd-endpoints URL[,URL...]");
       }
-      return { backend: "etcd", endpoints, prefix: values["etcd-prefix"] };
+      const interval = values["etcd-compaction-interval"];
+      return {
+        backend: "etcd",
+        endpoints,
+        prefix: values["etcd-prefix"],
+        ...(interval !== undefined ? { compactionIntervalMs: parseDuration(interval) } : {}),
+      };
     }
     default:
       throw new UsageError(

@@ -158,6 +158,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(opts.registry ? { registry: opts.registry } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.connections ? { connections: opts.connections } : {}),
+        storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
       });
     } catch (err) {
