@@ -114,7 +114,9 @@ export function parseStorage(values: {
         backend: "etcd",
         endpoints,
         prefix: values["etcd-prefix"],
-        ...(interval !== undefined ? { compactionIntervalMs: parseDuration(interval) } : {}),
+        ...(interval !== undefined
+          ? { compactionIntervalMs: interval.trim() === "0" ? 0 : parseDuration(interval) }
+          : {}),
       };
     }
     default:
