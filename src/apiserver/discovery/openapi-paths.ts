@@ -230,7 +230,9 @@ export function resourcePaths(
     : `${prefix}/${def.names.plural}`;
   const item = `${collection}/{name}`;
   const scopeParams = def.namespaced ? [nsParam] : [];
-  const patchTypes = def.custom ? PATCH_TYPES_BASE : [...PATCH_TYPES_BASE, STRATEGIC_MERGE_PATCH];
+  const patchTypes = def.strategicMergePatch
+    ? [...PATCH_TYPES_BASE, STRATEGIC_MERGE_PATCH]
+    : PATCH_TYPES_BASE;
   const paths: Record<string, Json> = {};
 
   const coll: Json = {};
