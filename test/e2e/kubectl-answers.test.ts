@@ -10,35 +10,6 @@ import { type E2eServer, startE2eServer } from "./helpers/server.ts";
 
 const TEST_TIMEOUT_MS = 60_000;
 
-describe("kubectl and an oversized body", () => {
-  let srv: E2eServer;
-  let k: Kubectl;
-  beforeAll(async () => {
-    srv = await startE2eServer();
-    k = new Kubectl(srv.kubeconfig);
-  });
-  afterAll(async () => {
-    await k?.close();
-    await srv?.close();
-  });
-
-  it(
-    "prints the 413 Status, not a broken pipe, for a 4 MiB ConfigMap",
-    async () => {
-      const big = "x".repeat(4 * 1024 * 1024);
-      const yaml = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  big: ${big}\n`;
-      for (const verb of ["create", "apply"]) {
-        const r = await k.fails([verb, "-f", "-"], { input: yaml });
-        expect(r.stderr, verb).toContain("Request entity too large: limit is 3145728");
-        expect(r.stderr, verb).not.toMatch(/broken pipe|connection reset/);
-      }
-      // The server goes on serving.
-      expect(await k.ok(["get", "ns", "default", "-o", "name"])).toBe("namespace/default\n");
-    },
-    TEST_TIMEOUT_MS,
-  );
-});
-
 describe("kubectl auth whoami", () => {
   for (const minor of SUPPORTED_KUBERNETES_MINORS) {
     it(
@@ -67,7 +38,7 @@ describe("kubectl auth whoami", () => {
   }
 });
 
-describe("kubectl get crd", () => {
+describe("kubectl against one server: an oversized body, get crd", () => {
   let srv: E2eServer;
   let k: Kubectl;
   beforeAll(async () => {
@@ -78,6 +49,22 @@ describe("kubectl get crd", () => {
     await k?.close();
     await srv?.close();
   });
+
+  it(
+    "prints the 413 Status, not a broken pipe, for a 4 MiB ConfigMap",
+    async () => {
+      const big = "x".repeat(4 * 1024 * 1024);
+      const yaml = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\ndata:\n  big: ${big}\n`;
+      for (const verb of ["create", "apply"]) {
+        const r = await k.fails([verb, "-f", "-"], { input: yaml });
+        expect(r.stderr, verb).toContain("Request entity too large: limit is 3145728");
+        expect(r.stderr, verb).not.toMatch(/broken pipe|connection reset/);
+      }
+      // The server goes on serving.
+      expect(await k.ok(["get", "ns", "default", "-o", "name"])).toBe("namespace/default\n");
+    },
+    TEST_TIMEOUT_MS,
+  );
 
   it(
     "shows NAME and CREATED AT as a timestamp, as kube-apiserver's table does",
