@@ -7,3 +7,4 @@ export * from "./patch/index.ts";
 export * from "./schema.ts";
 export * from "./status.ts";
 export * from "./validation.ts";
+export * from "./workloads.ts";
