@@ -206,6 +206,14 @@ export interface ResourceDefinition {
   protobufMessage?: string;
   /** Whether this type is defined by a CustomResourceDefinition. */
   custom: boolean;
+  /**
+   * Whether objects of this type are typed structs in Kubernetes (default true;
+   * false for custom resources, whose objects are whatever their schema allows).
+   * A typed object's wrong JSON types are a 400 and its nulls are dropped on
+   * decoding; encoding writes its times in canonical form and omits its empty
+   * lists and maps; its schema is published under its Kubernetes definition name.
+   */
+  typed?: boolean;
   /** Verbs on the main resource (default DEFAULT_VERBS); e.g. namespaces have no deletecollection. */
   verbs?: readonly string[];
   /** Subresources beyond status and scale. */
@@ -228,6 +236,11 @@ export interface ResourceDefinition {
    * create answers 201 with `review(body, requester, now)`, the body validated first.
    */
   review?: (obj: KubeObject, requester: Requester, now: Date) => KubeObject;
+}
+
+/** Whether a definition's objects are typed structs (see ResourceDefinition.typed). */
+export function isTyped(def: ResourceDefinition): boolean {
+  return def.typed ?? true;
 }
 
 /** The verbs a definition serves on its main resource. */

@@ -45,6 +45,7 @@ function widgets(): ResourceDefinition {
     },
     namespaced: true,
     custom: true,
+    typed: false,
     strategy: { allowUnconditionalUpdate: false, tracksGeneration: true },
     versions: [
       version("v1", true, true),

@@ -171,6 +171,7 @@ export function addWidgetType(registry: Registry): void {
     },
     namespaced: true,
     custom: true,
+    typed: false,
     returnDeletedObject: true,
     versions: [
       {

@@ -33,6 +33,7 @@ function widgets(): ResourceDefinition {
     },
     namespaced: true,
     custom: true,
+    typed: false,
     strategy: { allowUnconditionalUpdate: false, tracksGeneration: true },
     versions: [
       {

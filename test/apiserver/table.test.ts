@@ -267,6 +267,7 @@ describe("toTable", () => {
       ...configMapDefinition,
       group: "example.com",
       custom: true,
+      typed: false,
       versions: [
         {
           ...configMapDefinition.versions[0],

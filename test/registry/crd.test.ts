@@ -884,6 +884,7 @@ describe("crdToDefinition", () => {
     expect(def).toMatchObject({
       group: "example.com",
       custom: true,
+      typed: false,
       namespaced: true,
       names: {
         plural: "webapps",

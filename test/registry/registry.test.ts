@@ -21,6 +21,7 @@ function widget(
     },
     namespaced: true,
     custom: true,
+    typed: false,
     strategy: { allowUnconditionalUpdate: false, tracksGeneration: true },
     versions: versions.map((v) => ({
       name: v.name,

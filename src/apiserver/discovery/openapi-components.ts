@@ -13,7 +13,7 @@ import {
   objectMetaProperty,
 } from "../../registry/builtin/meta-schemas.ts";
 import { refSchema, schemaDefinition } from "../../registry/definitions.ts";
-import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
+import { isTyped, type ResourceDefinition, type VersionDefinition } from "../../registry/types.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -25,7 +25,7 @@ function reverseGroup(group: string): string {
 /** The definition name of a kind's schema (and, with "List", of its list). */
 export function definitionName(def: ResourceDefinition, version: VersionDefinition): string {
   const named = schemaDefinition(version.schema);
-  if (!def.custom && named?.canonical) return named.name;
+  if (isTyped(def) && named?.canonical) return named.name;
   const prefix = def.group ? reverseGroup(def.group) : "io.k8s.api.core";
   return `${prefix}.${version.name}.${def.names.kind}`;
 }
@@ -142,7 +142,7 @@ export function emitKind(
 ): string {
   const name = definitionName(def, version);
   if (c.schemas.has(name)) return name;
-  const source = def.custom ? publishedCustomSchema(version.schema) : version.schema;
+  const source = isTyped(def) ? version.schema : publishedCustomSchema(version.schema);
   c.schemas.set(name, {});
   const body = c.body(source);
   body["x-kubernetes-group-version-kind"] = [

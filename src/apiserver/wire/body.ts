@@ -7,6 +7,7 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import { errors, fieldErrors, type StatusCause } from "@setpoint/api";
+import { isTyped } from "../../registry/types.ts";
 import type { RequestScope } from "../endpoints/context.ts";
 import { parseMediaType, readBody } from "../endpoints/request.ts";
 import { decodeBodyAsync } from "./decode.ts";
@@ -133,9 +134,9 @@ export function validateFields(
   const kind = def.names.kind;
   // Metadata is ObjectMeta for every type: decoded strictly, also in a custom resource.
   const result = checkAgainstSchema(obj, version.schema, {
-    checkTypes: !def.custom,
-    dropNulls: !def.custom,
-    strictMetadata: def.custom,
+    checkTypes: isTyped(def),
+    dropNulls: isTyped(def),
+    strictMetadata: !isTyped(def),
     kind,
   });
   if (result.typeErrors.length > 0) throw cannotHandle(scope, kind, result.typeErrors[0]);

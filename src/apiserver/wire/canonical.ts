@@ -15,7 +15,7 @@
  */
 import { errors, type KubeObject, type Schema } from "@setpoint/api";
 import { schemaDefinition } from "../../registry/definitions.ts";
-import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
+import { isTyped, type ResourceDefinition, type VersionDefinition } from "../../registry/types.ts";
 
 const TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
@@ -183,9 +183,9 @@ export function canonicalizeObject(
       if (isEmptyCollection(meta[k])) delete meta[k];
     }
   }
-  // Beyond metadata, only built-in types have Go types; a custom resource keeps
+  // Beyond metadata, only typed objects have Go types; a custom resource keeps
   // what its schema allowed.
-  if (def.custom) return;
+  if (!isTyped(def)) return;
   const facts = schemaFacts(version.schema);
   for (const t of facts.times) {
     if (t.path[0] === "metadata") continue;

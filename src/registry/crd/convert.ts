@@ -201,6 +201,7 @@ export function crdToDefinition(crd: KubeObject): ResourceDefinition {
     },
     namespaced: (spec.scope ?? "Namespaced") === "Namespaced",
     custom: true,
+    typed: false,
     returnDeletedObject: true,
     versions,
     strategy: {
