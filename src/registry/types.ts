@@ -39,6 +39,12 @@ export interface ScaleSubresource {
   specReplicasPath: string;
   statusReplicasPath: string;
   labelSelectorPath?: string;
+  /**
+   * The selector string of the scale, computed from the object (built-ins whose
+   * selector is a structured one, e.g. a Deployment's spec.selector); used
+   * instead of labelSelectorPath when set.
+   */
+  labelSelector?: (obj: KubeObject) => string | undefined;
 }
 
 export interface VersionDefinition {
@@ -95,9 +101,15 @@ export interface Strategy {
   /**
    * A deletion with rules of its own (see DeleteDecision): called with a copy of
    * the stored object (which it may change), the finalizers the delete options
-   * ask for, and the time; undefined leaves the ordinary rules to apply.
+   * ask for, the time, and the delete options' gracePeriodSeconds when given
+   * (Pods: a graceful deletion); undefined leaves the ordinary rules to apply.
    */
-  decideDelete?(obj: KubeObject, finalizers: string[], now: Date): DeleteDecision | undefined;
+  decideDelete?(
+    obj: KubeObject,
+    finalizers: string[],
+    now: Date,
+    gracePeriodSeconds?: number,
+  ): DeleteDecision | undefined;
   /**
    * The reason a DELETE of the object named `name` is refused (403 Forbidden),
    * or undefined when it may go (Namespaces: the system namespaces never go).

@@ -125,6 +125,10 @@ export function readImportGraph(root: string): ImportGraph {
       if (spec.text.startsWith(".")) to = path.normalize(path.join(path.dirname(from), spec.text));
       else to = aliases.get(spec.text);
       if (to === undefined) continue;
+      // A JSON data file (a generated artifact) imports nothing: no edge needed.
+      if (to.endsWith(".json") && statSync(path.join(root, to), { throwIfNoEntry: false })) {
+        continue;
+      }
       if (!known.has(to)) {
         throw new Error(
           `${slash(from)}: import "${spec.text}" resolves to no source file (${slash(to)})`,

@@ -92,7 +92,11 @@ export function scaleOf(obj: KubeObject, scale: ScaleSubresource, lenient = fals
     );
   }
   const statusReplicas = readPath(obj, scale.statusReplicasPath);
-  const selector = scale.labelSelectorPath ? readPath(obj, scale.labelSelectorPath) : undefined;
+  const selector = scale.labelSelector
+    ? scale.labelSelector(obj)
+    : scale.labelSelectorPath
+      ? readPath(obj, scale.labelSelectorPath)
+      : undefined;
   const m = obj.metadata;
   const metadata: KubeObject["metadata"] = { name: m.name };
   if (m.namespace !== undefined) metadata.namespace = m.namespace;

@@ -108,7 +108,12 @@ export function decideDelete(
   checkPreconditions(ctx, current, o);
   const now = new Date();
   const { finalizers, changed } = deletionFinalizers(current, o);
-  const own = ctx.def.strategy.decideDelete?.(deepClone(current), finalizers, now);
+  const own = ctx.def.strategy.decideDelete?.(
+    deepClone(current),
+    finalizers,
+    now,
+    o.gracePeriodSeconds,
+  );
   if (own) return own.action === "noop" ? { action: "noop", obj: current } : own;
   if (finalizers.length > 0) {
     const next = deepClone(current);
