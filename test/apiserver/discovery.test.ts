@@ -140,10 +140,15 @@ describe("aggregated discovery", () => {
     const resources = core.versions[0].resources;
     expect(resources.map((r: Json) => r.resource).sort()).toEqual([
       "configmaps",
+      "endpoints",
       "events",
       "namespaces",
+      "nodes",
+      "pods",
+      "podtemplates",
       "secrets",
       "serviceaccounts",
+      "services",
     ]);
     const cm = resources.find((r: Json) => r.resource === "configmaps");
     expect(cm).toMatchObject({
@@ -176,13 +181,18 @@ describe("aggregated discovery", () => {
     const doc: Json = aggregatedDiscovery(reg, "apis", "v2beta1");
     expect(doc.apiVersion).toBe("apidiscovery.k8s.io/v2beta1");
     expect(doc.items.map((g: Json) => g.metadata.name)).toEqual([
-      "coordination.k8s.io",
+      "apps",
       "events.k8s.io",
       "authentication.k8s.io",
       "authorization.k8s.io",
+      "batch",
+      "networking.k8s.io",
+      "policy",
+      "coordination.k8s.io",
+      "discovery.k8s.io",
       "example.com",
     ]);
-    const ex = doc.items[4];
+    const ex = doc.items[9];
     expect(ex.versions.map((v: Json) => v.version)).toEqual(["v1", "v1beta1"]);
     const w = ex.versions[0].resources[0];
     expect(w.categories).toEqual(["all"]);
@@ -206,13 +216,18 @@ describe("legacy discovery", () => {
     const list: Json = apiGroupList(reg);
     expect(list.kind).toBe("APIGroupList");
     expect(list.groups.map((g: Json) => g.name)).toEqual([
-      "coordination.k8s.io",
+      "apps",
       "events.k8s.io",
       "authentication.k8s.io",
       "authorization.k8s.io",
+      "batch",
+      "networking.k8s.io",
+      "policy",
+      "coordination.k8s.io",
+      "discovery.k8s.io",
       "example.com",
     ]);
-    const ex = list.groups[4];
+    const ex = list.groups[9];
     expect(ex.versions).toEqual([
       { groupVersion: "example.com/v1", version: "v1" },
       { groupVersion: "example.com/v1beta1", version: "v1beta1" },

@@ -72,6 +72,19 @@ describe("Registry", () => {
     expect(names.sort()).toEqual(
       [
         "configmaps.",
+        "controllerrevisions.apps",
+        "deployments.apps",
+        "endpoints.",
+        "endpointslices.discovery.k8s.io",
+        "ingressclasses.networking.k8s.io",
+        "ingresses.networking.k8s.io",
+        "jobs.batch",
+        "nodes.",
+        "poddisruptionbudgets.policy",
+        "pods.",
+        "podtemplates.",
+        "replicasets.apps",
+        "services.",
         "events.",
         "events.events.k8s.io",
         "leases.coordination.k8s.io",
@@ -96,10 +109,15 @@ describe("Registry", () => {
     reg.add(widget([{ name: "v1beta1" }, { name: "v1", storage: true }, { name: "v2alpha1" }]));
     expect(reg.groups()).toEqual([
       { group: "", versions: ["v1"], preferred: "v1" },
-      { group: "coordination.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "apps", versions: ["v1"], preferred: "v1" },
       { group: "events.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "authentication.k8s.io", versions: ["v1", "v1beta1", "v1alpha1"], preferred: "v1" },
       { group: "authorization.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "batch", versions: ["v1"], preferred: "v1" },
+      { group: "networking.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "policy", versions: ["v1"], preferred: "v1" },
+      { group: "coordination.k8s.io", versions: ["v1"], preferred: "v1" },
+      { group: "discovery.k8s.io", versions: ["v1"], preferred: "v1" },
       { group: "example.com", versions: ["v1", "v1beta1", "v2alpha1"], preferred: "v1" },
     ]);
   });

@@ -12,6 +12,21 @@ import {
 } from "./reviews.ts";
 import { secretDefinition } from "./secret.ts";
 import { serviceAccountDefinition } from "./service-account.ts";
+import {
+  controllerRevisionDefinition,
+  deploymentDefinition,
+  endpointSliceDefinition,
+  endpointsDefinition,
+  ingressClassDefinition,
+  ingressDefinition,
+  jobDefinition,
+  nodeDefinition,
+  podDefinition,
+  podDisruptionBudgetDefinition,
+  podTemplateDefinition,
+  replicaSetDefinition,
+  serviceDefinition,
+} from "./workloads/index.ts";
 
 export { configMapDefinition } from "./config-map.ts";
 export { coreEventDefinition } from "./core-event.ts";
@@ -25,15 +40,29 @@ export {
 } from "./reviews.ts";
 export { secretDefinition } from "./secret.ts";
 export { serviceAccountDefinition } from "./service-account.ts";
+export * from "./workloads/index.ts";
 
 /** The built-in resource definitions. */
 export function builtinDefinitions(): ResourceDefinition[] {
   return [
+    podDefinition,
+    nodeDefinition,
+    serviceDefinition,
+    endpointsDefinition,
+    podTemplateDefinition,
     configMapDefinition,
     coreEventDefinition,
     namespaceDefinition,
     secretDefinition,
     serviceAccountDefinition,
+    deploymentDefinition,
+    replicaSetDefinition,
+    controllerRevisionDefinition,
+    jobDefinition,
+    endpointSliceDefinition,
+    ingressDefinition,
+    ingressClassDefinition,
+    podDisruptionBudgetDefinition,
     leaseDefinition,
     eventsV1EventDefinition,
     selfSubjectReviewDefinition,
@@ -45,8 +74,13 @@ export function builtinDefinitions(): ResourceDefinition[] {
 /** Built-in API groups in Kubernetes' priority order (discovery lists groups this way). */
 export const BUILTIN_GROUP_ORDER: readonly string[] = [
   "",
-  "coordination.k8s.io",
+  "apps",
   "events.k8s.io",
   "authentication.k8s.io",
   "authorization.k8s.io",
+  "batch",
+  "networking.k8s.io",
+  "policy",
+  "coordination.k8s.io",
+  "discovery.k8s.io",
 ];

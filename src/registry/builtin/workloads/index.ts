@@ -1,7 +1,31 @@
 /**
- * The workload kinds (Pod, Node, Service, Deployment, ReplicaSet, Job, ...): their
- * schemas, made from the generated field facts of Kubernetes' Go types.
+ * The workload kinds (Pod, Node, Service, Endpoints, PodTemplate, Deployment,
+ * ReplicaSet, ControllerRevision, Job, EndpointSlice, Ingress, IngressClass,
+ * PodDisruptionBudget): their definitions, and their schemas made from the
+ * generated field facts of Kubernetes' Go types (generated/workload-types.json).
  */
+export {
+  controllerRevisionDefinition,
+  deploymentDefinition,
+  replicaSetDefinition,
+} from "./apps.ts";
+export {
+  endpointsDefinition,
+  nodeDefinition,
+  podTemplateDefinition,
+  serviceDefinition,
+} from "./core.ts";
+export type { WorkloadKind } from "./define.ts";
+export { workloadDefinition, workloadTypeName } from "./define.ts";
+export { JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, jobDefinition } from "./job.ts";
 export { labelSelectorSchema, metaConditionSchema } from "./meta-extra.ts";
+export {
+  endpointSliceDefinition,
+  ingressClassDefinition,
+  ingressDefinition,
+  podDisruptionBudgetDefinition,
+} from "./network.ts";
+export { decidePodDelete, podDefinition, podStatusCell } from "./pod.ts";
+export { DEFAULT_TOLERATION_SECONDS, defaultPullPolicy, qosClass } from "./pod-defaults.ts";
 export type { FieldFacts, FieldType, ProtobufFacts, StructFacts } from "./schemas.ts";
 export { WORKLOAD_TYPES, workloadSchema } from "./schemas.ts";
