@@ -1,0 +1,402 @@
+/**
+ * Workloads benchmark: `npm run bench:workloads`.
+ *
+ * A control plane (`setpoint up`, with its controllers and the scheduler) and
+ * simulated nodes (`setpoint agent --simulate`), each its own process, as a user
+ * runs them; the benchmark drives them through the API and watches. In one run:
+ *
+ * - baseline: BENCH_PODS (default 1,000) bare Pod creates through the API, 32 at a
+ *   time (what the server alone does per second);
+ * - a Deployment of BENCH_PODS replicas on BENCH_NODES (default 100) simulated
+ *   nodes, from create to all available: Pods per second end to end (goal at
+ *   least 300), and the API writes per Pod (creates, bindings, status writes and
+ *   the deletions, counted from the server's apiserver_request_total; goal no
+ *   more than 4);
+ * - a rolling update of those Pods: a watcher checks at every Pod event that the
+ *   Pods not being deleted never exceed replicas + maxSurge and the available
+ *   (Ready, not being deleted) never drop below replicas - maxUnavailable;
+ *   violations (goal 0);
+ * - a node lost: one more simulated node (its own agent process) runs
+ *   BENCH_LOST_PODS (default 100) Pods that tolerate `unreachable` for
+ *   BENCH_TOLERATION_S (default 5) seconds; the agent is killed with SIGKILL; the
+ *   time until the node is Ready=Unknown (node monitor grace period set to
+ *   BENCH_GRACE_S, default 5) and until every Pod is evicted, beside what was
+ *   configured.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Deployment, KubeObject, Node, Pod } from "@setpoint/api";
+import { Client, loadKubeconfig } from "@setpoint/runtime";
+
+const PODS = Number(process.env.BENCH_PODS ?? 1_000);
+const NODES = Number(process.env.BENCH_NODES ?? 100);
+const LOST_PODS = Number(process.env.BENCH_LOST_PODS ?? 100);
+const GRACE_S = Number(process.env.BENCH_GRACE_S ?? 5);
+const TOLERATION_S = Number(process.env.BENCH_TOLERATION_S ?? 5);
+const HEARTBEAT_S = 1;
+const CREATE_CONCURRENCY = 32;
+const WAIT_MS = 10 * 60_000;
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const BIN = join(ROOT, "bin", "setpoint.mjs");
+const DEPLOY = { apiVersion: "apps/v1", kind: "Deployment" } as const;
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+const NODE = { apiVersion: "v1", kind: "Node" } as const;
+const NS_KIND = { apiVersion: "v1", kind: "Namespace" } as const;
+
+/** One printed figure, with its ratio to the baseline where it has one. */
+interface Line {
+  name: string;
+  value: string;
+  ratio?: number;
+}
+
+function print(title: string, lines: Line[]): void {
+  console.log(`\n${title}`);
+  const width = Math.max(...lines.map((l) => l.name.length));
+  for (const l of lines) {
+    const ratio = l.ratio === undefined ? "" : `  (${l.ratio.toFixed(2)}x the baseline)`;
+    console.log(`  ${l.name.padEnd(width)}  ${l.value}${ratio}`);
+  }
+}
+
+const children: ChildProcess[] = [];
+function stopAll(): void {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+}
+process.on("exit", stopAll);
+process.on("SIGINT", () => process.exit(130));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+}
+
+function run(args: string[], name: string): ChildProcess {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, NODE_OPTIONS: "" },
+  });
+  let err = "";
+  child.stderr?.on("data", (d) => {
+    err = (err + d).slice(-4000);
+  });
+  child.on("exit", (code, signal) => {
+    if (code && code !== 0)
+      process.stderr.write(`${name} exited ${code} ${signal ?? ""}\n${err}\n`);
+  });
+  children.push(child);
+  return child;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Mutating requests (create, update, patch, delete) on pods and their subresources. */
+async function podWrites(client: Client): Promise<number> {
+  const res = await client.raw("GET", "/metrics");
+  let total = 0;
+  for (const line of res.text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    if (!line.includes('resource="pods"')) continue;
+    if (!/verb="(POST|PUT|PATCH|DELETE|CREATE|UPDATE)"/i.test(line)) continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+function template(image: string, extra: Partial<Pod["spec"]> = {}) {
+  return {
+    metadata: { labels: { app: "bench" } },
+    spec: { containers: [{ name: "app", image }], ...extra },
+  };
+}
+
+function isReady(p: Pod): boolean {
+  return (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+}
+
+async function waitRolledOut(client: Client, name: string, ns: string, replicas: number) {
+  await until(`${name} rolled out`, async () => {
+    const d = await client.get<Deployment>(DEPLOY, name, ns);
+    const s = d.status;
+    return s &&
+      (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
+      s.updatedReplicas === replicas &&
+      s.availableReplicas === replicas &&
+      s.replicas === replicas
+      ? true
+      : undefined;
+  });
+}
+
+async function parallel(n: number, limit: number, op: (i: number) => Promise<unknown>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < n) await op(next++);
+    }),
+  );
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "setpoint-bench-workloads-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  run(
+    [
+      "up",
+      "--data-dir",
+      dir,
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--log-level",
+      "warn",
+      "--node-monitor-grace-period",
+      `${GRACE_S}s`,
+    ],
+    "setpoint up",
+  );
+  const kubeconfig = join(dir, "kubeconfig");
+  const client = await until("the apiserver", async () => {
+    const c = new Client(loadKubeconfig({ path: kubeconfig }));
+    await c.raw("GET", "/readyz").then((r) => {
+      if (r.status !== 200) throw new Error("not ready");
+    });
+    return c;
+  });
+  const rows: Line[] = [];
+
+  // Baseline: bare Pod creates (unschedulable: a scheduler name nobody serves).
+  await client.create({ ...NS_KIND, metadata: { name: "baseline" } });
+  let t = performance.now();
+  await parallel(PODS, CREATE_CONCURRENCY, (i) =>
+    client.create<Pod>({
+      ...POD,
+      metadata: { name: `bare-${i}`, namespace: "baseline" },
+      spec: { schedulerName: "nobody", containers: [{ name: "app", image: "demo/hello:1" }] },
+    }),
+  );
+  const bareRate = PODS / ((performance.now() - t) / 1000);
+  await client.delete(NS_KIND, "baseline");
+
+  // Nodes.
+  run(
+    [
+      "agent",
+      "--simulate",
+      String(NODES),
+      "--kubeconfig",
+      kubeconfig,
+      "--heartbeat",
+      `${HEARTBEAT_S}s`,
+      "--log-level",
+      "warn",
+    ],
+    "setpoint agent --simulate",
+  );
+  await until(`${NODES} ready nodes`, async () => {
+    const nodes = await client.list<Node>(NODE);
+    const ready = nodes.items.filter((n) =>
+      (n.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True"),
+    );
+    return ready.length >= NODES ? true : undefined;
+  });
+
+  // A Deployment from create to all available.
+  await client.create({ ...NS_KIND, metadata: { name: "bench" } });
+  const writesBefore = await podWrites(client);
+  t = performance.now();
+  await client.create<Deployment>({
+    ...DEPLOY,
+    metadata: { name: "web", namespace: "bench" },
+    spec: {
+      replicas: PODS,
+      selector: { matchLabels: { app: "bench" } },
+      template: template("demo/hello:1"),
+    },
+  });
+  await waitRolledOut(client, "web", "bench", PODS);
+  const rolloutS = (performance.now() - t) / 1000;
+  const writesPerPod = ((await podWrites(client)) - writesBefore) / PODS;
+  const deployRate = PODS / rolloutS;
+  rows.push({ name: "bare Pod creates (baseline)", value: `${bareRate.toFixed(0)} Pods/s` });
+  rows.push({
+    name: `Deployment of ${PODS} on ${NODES} nodes, create to available`,
+    value: `${deployRate.toFixed(0)} Pods/s (${rolloutS.toFixed(1)} s; goal >= 300)`,
+    ratio: deployRate / bareRate,
+  });
+  rows.push({
+    name: "API writes per Pod (create, bind, status)",
+    value: `${writesPerPod.toFixed(2)} (goal <= 4)`,
+  });
+
+  // A rolling update, watched.
+  const maxSurge = Math.ceil(PODS * 0.25);
+  const maxUnavailable = Math.floor(PODS * 0.25);
+  const pods = new Map<string, Pod>();
+  for (const p of (await client.list<Pod>(POD, { namespace: "bench" })).items) {
+    pods.set(p.metadata.name ?? "", p);
+  }
+  let violations = 0;
+  let maxPods = 0;
+  let minAvailable = Number.POSITIVE_INFINITY;
+  let events = 0;
+  const watch = client.watch<Pod>(POD, {
+    namespace: "bench",
+    resourceVersion: (await client.list(POD, { namespace: "bench", limit: 1 })).metadata
+      .resourceVersion,
+  });
+  const watching = (async () => {
+    for await (const ev of watch) {
+      if (ev.type === "BOOKMARK" || ev.type === "ERROR") continue;
+      const p = ev.object as Pod;
+      if (ev.type === "DELETED") pods.delete(p.metadata.name ?? "");
+      else pods.set(p.metadata.name ?? "", p);
+      events++;
+      let live = 0;
+      let available = 0;
+      for (const q of pods.values()) {
+        if (q.metadata.deletionTimestamp) continue;
+        live++;
+        if (isReady(q)) available++;
+      }
+      maxPods = Math.max(maxPods, live);
+      minAvailable = Math.min(minAvailable, available);
+      if (live > PODS + maxSurge || available < PODS - maxUnavailable) violations++;
+    }
+  })().catch(() => undefined);
+  t = performance.now();
+  await client.patch(
+    DEPLOY,
+    "web",
+    "bench",
+    {
+      spec: { template: { spec: { containers: [{ name: "app", image: "demo/hello:2" }] } } },
+    },
+    { type: "strategic" },
+  );
+  await waitRolledOut(client, "web", "bench", PODS);
+  const updateS = (performance.now() - t) / 1000;
+  watch.close();
+  await watching;
+  rows.push({
+    name: `rolling update of ${PODS} (25% surge, 25% unavailable)`,
+    value: `${updateS.toFixed(1)} s, ${events} Pod events; Pods at most ${maxPods} (limit ${PODS + maxSurge}), available at least ${minAvailable} (limit ${PODS - maxUnavailable}); violations ${violations} (goal 0)`,
+  });
+
+  // A node lost.
+  const lost = run(
+    [
+      "agent",
+      "--simulate",
+      "1",
+      "--node-prefix",
+      "lost-",
+      "--kubeconfig",
+      kubeconfig,
+      "--heartbeat",
+      `${HEARTBEAT_S}s`,
+      "--log-level",
+      "warn",
+    ],
+    "setpoint agent (lost node)",
+  );
+  await until("the lost node", () => client.get<Node>(NODE, "lost-0").then(() => true));
+  await client.create<Deployment>({
+    ...DEPLOY,
+    metadata: { name: "victims", namespace: "bench" },
+    spec: {
+      replicas: LOST_PODS,
+      selector: { matchLabels: { app: "victim" } },
+      template: {
+        metadata: { labels: { app: "victim" } },
+        spec: {
+          nodeSelector: { "kubernetes.io/hostname": "lost-0" },
+          tolerations: [
+            {
+              key: "node.kubernetes.io/unreachable",
+              operator: "Exists",
+              effect: "NoExecute",
+              tolerationSeconds: TOLERATION_S,
+            },
+            {
+              key: "node.kubernetes.io/not-ready",
+              operator: "Exists",
+              effect: "NoExecute",
+              tolerationSeconds: TOLERATION_S,
+            },
+          ],
+          containers: [{ name: "app", image: "demo/hello:1" }],
+        },
+      },
+    },
+  });
+  await waitRolledOut(client, "victims", "bench", LOST_PODS);
+  const victims = new Set(
+    (await client.list<Pod>(POD, { namespace: "bench", labelSelector: "app=victim" })).items.map(
+      (p) => p.metadata.uid,
+    ),
+  );
+  const lease = await client.get<KubeObject>(
+    { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+    "lost-0",
+    "kube-node-lease",
+  );
+  lost.kill("SIGKILL");
+  const killedAt = Date.now();
+  const renewedAt = Date.parse(
+    String((lease.spec as { renewTime?: string }).renewTime ?? killedAt),
+  );
+  const unknownAt = await until("Ready=Unknown", async () => {
+    const n = await client.get<Node>(NODE, "lost-0");
+    const ready = n.status?.conditions?.find((c) => c.type === "Ready");
+    return ready?.status === "Unknown" ? Date.now() : undefined;
+  });
+  const evictedAt = await until("every Pod evicted", async () => {
+    const list = await client.list<Pod>(POD, { namespace: "bench", labelSelector: "app=victim" });
+    const left = list.items.filter(
+      (p) => victims.has(p.metadata.uid) && !p.metadata.deletionTimestamp,
+    );
+    return left.length === 0 ? Date.now() : undefined;
+  });
+  rows.push({
+    name: `node lost (heartbeat ${HEARTBEAT_S} s): Ready=Unknown`,
+    value: `${((unknownAt - renewedAt) / 1000).toFixed(1)} s after its last renewal, ${((unknownAt - killedAt) / 1000).toFixed(1)} s after the kill (configured grace ${GRACE_S} s)`,
+  });
+  rows.push({
+    name: `node lost: all ${LOST_PODS} Pods evicted`,
+    value: `${((evictedAt - unknownAt) / 1000).toFixed(1)} s after Ready=Unknown (configured toleration ${TOLERATION_S} s)`,
+  });
+
+  print(`workloads (${PODS} Pods, ${NODES} simulated nodes)`, rows);
+  client.close();
+  stopAll();
+}
+
+main().catch((err) => {
+  console.error(err);
+  stopAll();
+  process.exit(1);
+});
