@@ -191,8 +191,9 @@ current-context: x
 
   it("lists the kind under kubectl get all (category all)", async () => {
     const all = await kubectl("get", "all");
-    // The only kind in the category here, so kubectl prints its table without a kind prefix.
-    expect(all.out).toMatch(/^NAME\s+IMAGE\s+REPLICAS\s+AGE\nweb\s+nginx\s+2\s/);
+    // The category holds several kinds (Pods, Services, Deployments, ...), so kubectl
+    // prefixes each name with its resource; only WebApps exist here.
+    expect(all.out).toMatch(/^NAME\s+IMAGE\s+REPLICAS\s+AGE\nwebapp\.example\.com\/web\s+nginx\s+2\s/m);
   });
 
   it("prints priority-1 columns only with -o wide", async () => {
