@@ -193,7 +193,9 @@ current-context: x
     const all = await kubectl("get", "all");
     // The category holds several kinds (Pods, Services, Deployments, ...), so kubectl
     // prefixes each name with its resource; only WebApps exist here.
-    expect(all.out).toMatch(/^NAME\s+IMAGE\s+REPLICAS\s+AGE\nwebapp\.example\.com\/web\s+nginx\s+2\s/m);
+    expect(all.out).toMatch(
+      /^NAME\s+IMAGE\s+REPLICAS\s+AGE\nwebapp\.example\.com\/web\s+nginx\s+2\s/m,
+    );
   });
 
   it("prints priority-1 columns only with -o wide", async () => {

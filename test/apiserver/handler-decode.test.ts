@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseAccept, requestUrl } from "../../src/apiserver/endpoints/request.ts";
+import { requestUrl } from "../../src/apiserver/endpoints/request.ts";
 import { parseRoute } from "../../src/apiserver/endpoints/routes.ts";
 import {
   decodeBody,
@@ -10,6 +10,7 @@ import {
   negotiateOutput,
   warningHeaders,
 } from "../../src/apiserver/wire/index.ts";
+import { parseAccept } from "../../src/apiserver/wire/media-type.ts";
 
 const JSON_MEDIA = { type: "application/json", params: {} } as const;
 

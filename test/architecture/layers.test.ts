@@ -12,6 +12,8 @@
  *    or packages/ imports them (only bin/ and the tests do).
  * 3. Packages never import src/.
  * 4. Every area is in LAYERS: a new top-level folder has to say where it sits.
+ * 5. Inside src/apiserver, each folder imports only the folders below it in
+ *    APISERVER_FOLDERS, and every folder is listed there.
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -56,6 +58,30 @@ const LAYERS: Record<string, readonly string[]> = {
   ],
 };
 
+/**
+ * The folders of src/apiserver and the folders each may import: tokens and wire at
+ * the bottom, then the watch caches, the resource store, discovery and the CRD loop,
+ * the HTTP endpoints, metrics, and the server process on top.
+ */
+const APISERVER_FOLDERS: Record<string, readonly string[]> = {
+  tokens: [],
+  wire: [],
+  streaming: [],
+  watchcache: ["wire"],
+  store: ["wire", "watchcache"],
+  discovery: ["wire"],
+  crd: ["wire", "store"],
+  endpoints: ["tokens", "wire", "streaming", "watchcache", "store", "discovery"],
+  metrics: ["endpoints", "store"],
+  server: ["tokens", "wire", "store", "discovery", "crd", "endpoints", "metrics"],
+};
+
+/** The folder of a file under src/apiserver/, or undefined for other files. */
+function apiserverFolderOf(file: string): string | undefined {
+  const parts = file.split("/");
+  return parts[0] === "src" && parts[1] === "apiserver" && parts.length > 3 ? parts[2] : undefined;
+}
+
 /** The area of a source file: packages/<name> or src/<folder>. */
 function areaOf(file: string): string {
   return file.split("/").slice(0, 2).join("/");
@@ -95,6 +121,24 @@ describe("the import graph of src/ and packages/*/src", () => {
         const from = areaOf(e.from);
         const to = areaOf(e.to);
         return from !== to && !(LAYERS[from] ?? []).includes(to);
+      })
+      .map(describeEdge);
+    expect(wrong).toEqual([]);
+  });
+
+  it("keeps the apiserver's folders in their order, each importing only those below it", () => {
+    const folders = new Set(graph.files.map(apiserverFolderOf).filter((f) => f !== undefined));
+    expect([...folders].filter((f) => !(f in APISERVER_FOLDERS))).toEqual([]);
+    const wrong = graph.edges
+      .filter((e) => {
+        const from = apiserverFolderOf(e.from);
+        const to = apiserverFolderOf(e.to);
+        return (
+          from !== undefined &&
+          to !== undefined &&
+          from !== to &&
+          !(APISERVER_FOLDERS[from] ?? []).includes(to)
+        );
       })
       .map(describeEdge);
     expect(wrong).toEqual([]);

@@ -25,9 +25,9 @@ import { CRD_CLEANUP_FINALIZER, customResourceDefinitions } from "../../registry
 import { checkNames } from "../../registry/crd/names.ts";
 import { type CrdCondition, type CrdStatus, crdSpec, crdStatus } from "../../registry/crd/types.ts";
 import type { Registry } from "../../registry/registry.ts";
+import { resourcePrefix } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
 import type { Store, Watch } from "../../storage/store.ts";
-import { resourcePrefix } from "../store/keys.ts";
 
 /** How long the loop waits before looking at a CRD again after a failure or while objects remain. */
 export const CRD_RETRY_MS = 500;

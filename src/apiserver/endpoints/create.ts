@@ -2,9 +2,9 @@
 
 import type { KubeObject } from "@setpoint/api";
 import { errors, failure } from "@setpoint/api";
-import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
 import { convertToStorage } from "../wire/codec.ts";
 import type { RequestScope } from "./context.ts";
+import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
 
 /**

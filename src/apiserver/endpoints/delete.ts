@@ -8,12 +8,13 @@
 
 import type { Status } from "@setpoint/api";
 import type { DeleteOptions } from "../store/index.ts";
+import { parseMediaType } from "../wire/media-type.ts";
 import { renderList } from "../wire/render.ts";
 import { writeObject } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import { parseDeleteOptions } from "./delete-options.ts";
 import { parseListOptions } from "./list-options.ts";
-import { parseMediaType, readBody } from "./request.ts";
+import { readBody } from "./request.ts";
 import { respondObject, respondStatus } from "./respond.ts";
 
 async function readDeleteOptions(scope: RequestScope): Promise<DeleteOptions> {

@@ -26,12 +26,12 @@ import {
   openapiV3Hash,
   openapiV3Index,
 } from "../discovery/index.ts";
-import { ServiceAccountTokens } from "../server/service-account-tokens.ts";
 import { DecodedObjects } from "../store/decoded-objects.ts";
 import { type CacheEntry, ResourceStore, SERVER_USER } from "../store/index.ts";
 import { NamespaceLifecycle } from "../store/namespaces.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
 import { OutputBudget, type OutputBudgetStats } from "../streaming/output-budget.ts";
+import { ServiceAccountTokens } from "../tokens/index.ts";
 import { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { writeError, writeObject, writeRaw } from "../wire/response.ts";
 import type { ApiContext, RequestScope, UserInfo } from "./context.ts";

@@ -16,8 +16,8 @@ import {
   type StatusCause,
   StatusError,
 } from "@setpoint/api";
+import { selectableFields } from "../../registry/field-selectors.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
-import { selectableFields } from "../store/field-values.ts";
 import type { Query } from "./request.ts";
 
 export type ResourceVersionMatch = "Exact" | "NotOlderThan";

@@ -21,6 +21,14 @@ import {
 import { applyObject } from "../store/field-manager.ts";
 import { checkLimits } from "../store/lifecycle.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
+import { convertToStorage, convertToVersion } from "../wire/codec.ts";
+import { type Decoded, decodeJson, decodeYamlAsync, unsupportedBodyType } from "../wire/decode.ts";
+import { parseMediaType } from "../wire/media-type.ts";
+import { renderOne } from "../wire/render.ts";
+import { writeRaw } from "../wire/response.ts";
+import type { RequestScope } from "./context.ts";
+import { bindNamespace } from "./create.ts";
+import { readBody } from "./request.ts";
 import {
   checkTypeMeta,
   type FieldValidation,
@@ -28,14 +36,7 @@ import {
   parseDryRun,
   parseFieldValidation,
   validateFields,
-} from "../wire/body.ts";
-import { convertToStorage, convertToVersion } from "../wire/codec.ts";
-import { type Decoded, decodeJson, decodeYamlAsync, unsupportedBodyType } from "../wire/decode.ts";
-import { renderOne } from "../wire/render.ts";
-import { writeRaw } from "../wire/response.ts";
-import type { RequestScope } from "./context.ts";
-import { bindNamespace } from "./create.ts";
-import { parseMediaType, readBody } from "./request.ts";
+} from "./request-body.ts";
 import { respondObject } from "./respond.ts";
 import { checkName } from "./update.ts";
 

@@ -29,7 +29,8 @@ export function negotiateRenderer(
     def,
     version,
     output,
-    includeObject: output.kind === "table" ? parseIncludeObject(query) : "Metadata",
+    includeObject:
+      output.kind === "table" ? parseIncludeObject(query.string("includeObject")) : "Metadata",
   };
 }
 

@@ -6,8 +6,8 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import { errors } from "@setpoint/api";
-import { parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
 import type { RequestScope } from "./context.ts";
+import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
 
 /** Handles POST on a review type's collection. */

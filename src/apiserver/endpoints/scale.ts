@@ -25,11 +25,12 @@ import {
   StatusError,
 } from "@setpoint/api";
 import type { ScaleSubresource } from "../../registry/types.ts";
-import { fieldManager, parseDryRun } from "../wire/body.ts";
 import { decodeJson, unsupportedBodyType } from "../wire/decode.ts";
+import { parseMediaType } from "../wire/media-type.ts";
 import { writeObject } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
-import { parseMediaType, readBody } from "./request.ts";
+import { readBody } from "./request.ts";
+import { fieldManager, parseDryRun } from "./request-body.ts";
 import { checkName } from "./update.ts";
 
 /** apiVersion and kind of the Scale the subresource speaks. */

@@ -12,9 +12,9 @@
 import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { invalid } from "../../registry/builtin/causes.ts";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
-import type { ServiceAccountTokens } from "../server/service-account-tokens.ts";
-import { parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
+import type { ServiceAccountTokens } from "../tokens/index.ts";
 import type { RequestScope } from "./context.ts";
+import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
 
 /** Handles POST on `serviceaccounts/<name>/token`; `scope` addresses the ServiceAccount. */

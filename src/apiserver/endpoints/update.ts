@@ -5,10 +5,10 @@
 
 import type { KubeObject } from "@setpoint/api";
 import { errors } from "@setpoint/api";
-import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "../wire/body.ts";
 import { convertToStorage } from "../wire/codec.ts";
 import type { RequestScope } from "./context.ts";
 import { bindNamespace } from "./create.ts";
+import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
 
 /** 400 unless the body names the object the URL names. */

@@ -4,8 +4,8 @@
  * delete, ...) and type (the resource the key belongs to, e.g. "configmaps").
  */
 import type { Histogram } from "prom-client";
+import { REGISTRY_ROOT } from "../../registry/storage-keys.ts";
 import type { Store } from "../../storage/store.ts";
-import { REGISTRY_ROOT } from "../store/keys.ts";
 
 /** "/registry/core/configmaps/ns/name" → "configmaps"; "/registry/apps.x/widgets/" → "widgets.apps.x". */
 export function storageType(key: string): string {

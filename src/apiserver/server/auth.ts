@@ -2,7 +2,7 @@
  * Authentication: who is making a request. Setpoint authenticates bearer tokens
  * from a static table (the admin token written at first start, plus those of a
  * token file in Kubernetes' `--token-auth-file` format) and ServiceAccount tokens
- * (service-account-tokens.ts, issued by `serviceaccounts/token`); requests without a valid
+ * (../tokens/, issued by `serviceaccounts/token`); requests without a valid
  * token are refused with 401, except the public endpoints (health and version), as
  * in Kubernetes.
  */
@@ -14,7 +14,7 @@ import {
   SERVICE_ACCOUNTS_GROUP,
   type ServiceAccountTokens,
   serviceAccountUserName,
-} from "./service-account-tokens.ts";
+} from "../tokens/index.ts";
 
 export interface UserInfo {
   name: string;

@@ -20,6 +20,7 @@ import {
   createApiMetrics,
   instrumentStore,
 } from "../metrics/index.ts";
+import { ServiceAccountTokens } from "../tokens/index.ts";
 import {
   ANONYMOUS_ADMIN,
   type Authenticator,
@@ -39,7 +40,6 @@ import {
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
 import { impersonationRefusal } from "./impersonation.ts";
-import { ServiceAccountTokens } from "./service-account-tokens.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
 export const DEFAULT_KUBERNETES_MINOR = 32;

@@ -7,9 +7,9 @@ import {
   matchesFields,
   matchesLabels,
 } from "@setpoint/api";
+import { fieldValues } from "../../registry/field-selectors.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
 import { type CacheEntry, entryField } from "../watchcache/watch-cache.ts";
-import { fieldValues } from "./field-values.ts";
 
 export interface ObjectFilter {
   /** Only objects of this namespace (absent: every namespace). */

@@ -14,12 +14,12 @@
 
 import type { KubeObject } from "@setpoint/api";
 import { errors, isEverything } from "@setpoint/api";
+import { collectionPrefix } from "../../registry/storage-keys.ts";
 import { CompactedError, FutureRevisionError, InvalidKeyError } from "../../storage/errors.ts";
 import type { KeyValue } from "../../storage/store.ts";
 import { decodeStored, parseResourceVersion, storedWithRevision } from "../wire/codec.ts";
 import { type ContinueToken, decodeContinueToken, encodeContinueToken } from "./continue-token.ts";
 import { type ObjectFilter, objectMatches } from "./filter.ts";
-import { collectionPrefix } from "./keys.ts";
 import type { StoreContext } from "./scope.ts";
 import {
   LIST_EXPIRED_MESSAGE,

@@ -10,11 +10,11 @@ import type { KubeObject } from "@setpoint/api";
 import { type ErrorSubject, errors } from "@setpoint/api";
 import { NAMESPACE_TERMINATING } from "../../registry/builtin/namespace.ts";
 import type { Registry } from "../../registry/registry.ts";
+import { objectKey } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { decodeStored } from "../wire/codec.ts";
-import { objectKey } from "./keys.ts";
 
 /** The phase a namespace is in once deletion was requested. */
 export const TERMINATING = NAMESPACE_TERMINATING;

@@ -10,13 +10,13 @@
  */
 import type { ErrorSubject, KubeObject } from "@setpoint/api";
 import { apiVersionOf, deepClone, errors, matchesFields, matchesLabels } from "@setpoint/api";
+import { fieldValues } from "../../registry/field-selectors.ts";
+import { collectionPrefix, objectKey } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import type { CacheEntry, WatchCache } from "../watchcache/watch-cache.ts";
 import { decodeStored } from "../wire/codec.ts";
 import { type DeleteOptions, decideDelete } from "./delete-decision.ts";
-import { fieldValues } from "./field-values.ts";
 import { entryMatches, type ObjectFilter } from "./filter.ts";
-import { collectionPrefix, objectKey } from "./keys.ts";
 import { type ListRequest, listFromStorage, type StorageListResult } from "./list-storage.ts";
 import { prepareNewObject } from "./new-object.ts";
 import type { ResourceScope, StoreContext, StoreServices } from "./scope.ts";

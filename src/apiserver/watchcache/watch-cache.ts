@@ -17,12 +17,11 @@
 
 import type { KubeObject } from "@setpoint/api";
 import type { Logger } from "pino";
+import { extraFieldValues } from "../../registry/field-selectors.ts";
+import { resourcePrefix } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
 import { ClosedError, CompactedError } from "../../storage/errors.ts";
 import type { Store, Watch, WatchEvent } from "../../storage/store.ts";
-import type { ApiLimits } from "../endpoints/limits.ts";
-import { extraFieldValues } from "../store/field-values.ts";
-import { resourcePrefix } from "../store/keys.ts";
 import { type EncodedObject, parseStored, withResourceVersion } from "../wire/codec.ts";
 import { JsonSlabs, SlabJson } from "./watch-slabs.ts";
 
@@ -32,6 +31,17 @@ import { JsonSlabs, SlabJson } from "./watch-slabs.ts";
  * event loop's time, and each flush carries every event since the previous one in
  * one write per watcher (fewer, larger writes), instead of one per turn of the loop.
  */
+
+/** The bounds a watch cache works within (the server's ApiLimits carry them). */
+export interface WatchCacheLimits {
+  /** Recent events kept to start watches from a past resourceVersion. */
+  watchCacheWindow: number;
+  /** Items read from storage per page while priming. */
+  storagePageSize: number;
+  /** Delay before the storage watch is opened again after an error, in ms. */
+  watchRestartDelayMs: number;
+}
+
 export const WATCH_FLUSH_SPACING = 1;
 /** The longest a flush of watch output is put off by WATCH_FLUSH_SPACING, in ms. */
 export const WATCH_FLUSH_MAX_DELAY_MS = 25;
@@ -351,7 +361,7 @@ export class WatchCache {
     readonly store: Store,
     /** The type served (replaced when its definition changes; the prefix stays). */
     public def: ResourceDefinition,
-    readonly limits: ApiLimits,
+    readonly limits: WatchCacheLimits,
     readonly logger?: Logger,
   ) {
     this.prefix = resourcePrefix(def);

@@ -5,11 +5,10 @@
  */
 import type { Logger } from "pino";
 import type { Registry } from "../../registry/registry.ts";
+import { resourcePrefix } from "../../registry/storage-keys.ts";
 import { type ResourceDefinition, resourceVerbs } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
-import type { ApiLimits } from "../endpoints/limits.ts";
-import { resourcePrefix } from "../store/keys.ts";
-import { WatchCache } from "./watch-cache.ts";
+import { WatchCache, type WatchCacheLimits } from "./watch-cache.ts";
 
 export class WatchCacheSet {
   readonly #caches = new Map<string, WatchCache>();
@@ -19,7 +18,7 @@ export class WatchCacheSet {
   constructor(
     readonly store: Store,
     readonly registry: Registry,
-    readonly limits: ApiLimits,
+    readonly limits: WatchCacheLimits,
     readonly logger?: Logger,
   ) {}
 

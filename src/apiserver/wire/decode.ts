@@ -6,7 +6,7 @@
 
 import { errors } from "@setpoint/api";
 import { isMap, isPair, isScalar, isSeq, parseDocument } from "yaml";
-import type { MediaType } from "../endpoints/request.ts";
+import type { MediaType } from "./media-type.ts";
 import { decodeProtobufObject, isProtobufContentType } from "./protobuf.ts";
 import { parseYamlOffThread } from "./yaml-thread.ts";
 

@@ -1,15 +1,16 @@
 /**
  * Between HTTP bodies and objects: decoding request bodies (decode.ts: JSON, YAML,
  * and Kubernetes protobuf in protobuf.ts with the message definitions in
- * protobuf/), reading a body against its type's schema (body.ts, schema-walk.ts),
+ * protobuf/), checking a body against its type's schema (schema-walk.ts), media types
+ * (media-type.ts),
  * objects in storage and on the wire (codec.ts), choosing and rendering the
  * response representation (media-range.ts, negotiate.ts, render.ts, table.ts), and
  * writing responses, errors and warnings (response.ts).
  */
-export * from "./body.ts";
 export * from "./codec.ts";
 export * from "./decode.ts";
 export * from "./media-range.ts";
+export * from "./media-type.ts";
 export * from "./negotiate.ts";
 export * from "./protobuf.ts";
 export * from "./render.ts";

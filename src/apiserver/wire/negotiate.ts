@@ -6,7 +6,7 @@
  * protobuf: a client that accepts only protobuf gets 406.
  */
 import { errors, type StatusError } from "@setpoint/api";
-import { type MediaType, parseAccept } from "../endpoints/request.ts";
+import { type MediaType, parseAccept } from "./media-type.ts";
 
 export type OutputKind = "object" | "table" | "partial";
 

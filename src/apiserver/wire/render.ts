@@ -6,7 +6,6 @@
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { errors } from "@setpoint/api";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
-import type { Query } from "../endpoints/request.ts";
 import { convertToVersion } from "./codec.ts";
 import type { Output } from "./negotiate.ts";
 import { type IncludeObject, toTable } from "./table.ts";
@@ -22,8 +21,7 @@ export interface Renderer {
 }
 
 /** Reads `includeObject` (Table rows: none, metadata only, or the whole object). */
-export function parseIncludeObject(q: Query): IncludeObject {
-  const v = q.string("includeObject");
+export function parseIncludeObject(v: string | undefined): IncludeObject {
   if (v === undefined || v === "" || v === "Metadata") return "Metadata";
   if (v === "None" || v === "Object") return v;
   throw errors.badRequest(

@@ -8,10 +8,10 @@
 import type { KubeObject } from "@setpoint/api";
 import { errors, fieldErrors, type StatusCause } from "@setpoint/api";
 import { isTyped } from "../../registry/types.ts";
-import type { RequestScope } from "../endpoints/context.ts";
-import { parseMediaType, readBody } from "../endpoints/request.ts";
-import { decodeBodyAsync } from "./decode.ts";
-import { checkAgainstSchema } from "./schema-walk.ts";
+import { decodeBodyAsync, parseMediaType } from "../wire/index.ts";
+import { checkAgainstSchema } from "../wire/schema-walk.ts";
+import type { RequestScope } from "./context.ts";
+import { readBody } from "./request.ts";
 
 export type FieldValidation = "Strict" | "Warn" | "Ignore";
 

@@ -2,7 +2,7 @@
  * The fields a type's objects can be selected by (field selectors): metadata.name,
  * metadata.namespace, and the type's own selectable fields, with each object's values.
  */
-import type { ResourceDefinition } from "../../registry/types.ts";
+import type { ResourceDefinition } from "./types.ts";
 
 /** Fields every type can be selected by. */
 export const METADATA_SELECTABLE_FIELDS = ["metadata.name", "metadata.namespace"];

@@ -7,7 +7,7 @@
  * A type's objects all sit under one prefix, so one storage watch per type feeds
  * its watch cache, and a namespace's objects under a longer one.
  */
-import type { ResourceDefinition } from "../../registry/types.ts";
+import type { ResourceDefinition } from "./types.ts";
 
 /** Root of every object key. */
 export const REGISTRY_ROOT = "/registry/";
