@@ -70,7 +70,7 @@ const APISERVER_FOLDERS: Record<string, readonly string[]> = {
   watchcache: ["wire"],
   store: ["wire", "watchcache"],
   discovery: ["wire"],
-  crd: ["wire", "store"],
+  crd: ["wire", "watchcache", "store"],
   endpoints: ["tokens", "wire", "streaming", "watchcache", "store", "discovery"],
   metrics: ["endpoints", "store"],
   server: ["tokens", "wire", "store", "discovery", "crd", "endpoints", "metrics"],

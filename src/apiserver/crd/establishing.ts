@@ -12,22 +12,24 @@
  * away, and stops serving it. While a CRD is terminating, creates of its objects
  * are refused.
  *
- * At start, the definitions of established CRDs are restored from storage before
- * the handler starts, so custom resources are served from the first request.
+ * It reads CRDs through a resource store like every other reader: the CRD type's
+ * watch cache to follow them, storage for the object a reconcile starts from. At
+ * start, the definitions of established CRDs are restored from that cache before
+ * the server listens, so custom resources are served from the first request.
  */
 import http from "node:http";
 import https from "node:https";
 import type { KubeObject } from "@setpoint/api";
-import { errors } from "@setpoint/api";
+import { errors, StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
 import { crdToDefinition } from "../../registry/crd/convert.ts";
 import { CRD_CLEANUP_FINALIZER, customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { checkNames } from "../../registry/crd/names.ts";
 import { type CrdCondition, type CrdStatus, crdSpec, crdStatus } from "../../registry/crd/types.ts";
 import type { Registry } from "../../registry/registry.ts";
-import { resourcePrefix } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
-import type { Store, Watch } from "../../storage/store.ts";
+import type { ResourceStore } from "../store/index.ts";
+import type { CacheEvent, CacheWatcher } from "../watchcache/watch-cache.ts";
 
 /** How long the loop waits before looking at a CRD again after a failure or while objects remain. */
 export const CRD_RETRY_MS = 500;
@@ -57,33 +59,34 @@ function isEstablished(crd: KubeObject): boolean {
 }
 
 /**
- * Serves the definitions of established CRDs found in storage (called at start,
- * before the handler).
+ * A resource store for CustomResourceDefinitions, as the server itself reads and
+ * writes them (`name` scopes it to one).
+ */
+export type CrdStores = (name?: string) => ResourceStore;
+
+/**
+ * Serves the definitions of established CRDs (called at start, before the server
+ * listens).
  */
 export async function restoreCustomResources(
-  store: Store,
+  crds: CrdStores,
   reg: Registry,
   logger?: Logger,
 ): Promise<void> {
-  const prefix = resourcePrefix(customResourceDefinitions);
-  let cont: string | undefined;
-  do {
-    const page = await store.list(prefix, { limit: 500, ...(cont ? { continue: cont } : {}) });
-    for (const kv of page.items) {
-      const crd = parse(kv.value);
-      if (!crd || !isEstablished(crd) || crd.metadata.deletionTimestamp) continue;
-      try {
-        reg.add(crdToDefinition(crd));
-      } catch (err) {
-        logger?.warn({ err, crd: crd.metadata.name }, "cannot serve custom resource definition");
-      }
+  const cache = await crds().watchCache();
+  for (const entry of cache.entries()) {
+    const crd = parse(entry.json);
+    if (!crd || !isEstablished(crd) || crd.metadata.deletionTimestamp) continue;
+    try {
+      reg.add(crdToDefinition(crd));
+    } catch (err) {
+      logger?.warn({ err, crd: crd.metadata.name }, "cannot serve custom resource definition");
     }
-    cont = page.continue;
-  } while (cont);
+  }
 }
 
 export interface CrdControllerOptions {
-  store: Store;
+  crds: CrdStores;
   registry: Registry;
   /** The server's own base URL (loopback). */
   url: string;
@@ -103,7 +106,7 @@ export class CrdController {
   readonly #served = new Map<string, Served>();
   readonly #queue = new Set<string>();
   readonly #timers = new Set<NodeJS.Timeout>();
-  #watch: Watch | undefined;
+  #watcher: CacheWatcher | undefined;
   #running = false;
   #stopped = false;
   #idle: Promise<void> = Promise.resolve();
@@ -127,31 +130,57 @@ export class CrdController {
   /** Stops following and waits for the reconcile in progress. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#watch?.cancel();
+    this.#unwatch();
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     await this.#idle;
   }
 
+  /** Queues every CRD the cache holds and every one served, then each that changes. */
   async #follow(): Promise<void> {
-    const { store } = this.#opts;
-    const prefix = resourcePrefix(customResourceDefinitions);
-    while (!this.#stopped) {
-      try {
-        const list = await store.list(prefix, {});
-        for (const kv of list.items) this.#enqueue(kv.key.slice(prefix.length));
-        for (const name of this.#served.keys()) this.#enqueue(name);
-        this.#watch = store.watch(prefix, list.revision);
-        for await (const ev of this.#watch) {
-          if (this.#stopped) return;
-          this.#enqueue(ev.key.slice(prefix.length));
-        }
-      } catch (err) {
-        if (this.#stopped) return;
-        this.#opts.logger?.warn({ err }, "custom resource definition watch failed; listing again");
-        await new Promise((r) => setTimeout(r, CRD_RETRY_MS));
-      }
+    try {
+      const cache = await this.#opts.crds().watchCache();
+      if (this.#stopped) return;
+      const name = (key: string) => key.slice(cache.prefix.length);
+      const watcher: CacheWatcher = {
+        startRev: cache.rev,
+        deliver: (ev: CacheEvent) => this.#enqueue(name(ev.key)),
+        flush: () => {},
+        terminate: () => {
+          // The cache restarts (its storage watch broke): follow it again.
+          this.#unwatch();
+          this.#retry(() => void this.#follow());
+        },
+      };
+      this.#watcher = watcher;
+      cache.addWatcher(watcher);
+      for (const entry of cache.entries()) this.#enqueue(name(entry.key));
+      for (const served of this.#served.keys()) this.#enqueue(served);
+    } catch (err) {
+      if (this.#stopped) return;
+      this.#opts.logger?.warn({ err }, "custom resource definition cache failed; following again");
+      this.#retry(() => void this.#follow());
     }
+  }
+
+  #unwatch(): void {
+    const w = this.#watcher;
+    if (!w) return;
+    this.#watcher = undefined;
+    void this.#opts
+      .crds()
+      .watchCache()
+      .then((cache) => cache.removeWatcher(w))
+      .catch(() => {});
+  }
+
+  #retry(run: () => void): void {
+    if (this.#stopped) return;
+    const t = setTimeout(() => {
+      this.#timers.delete(t);
+      run();
+    }, CRD_RETRY_MS);
+    this.#timers.add(t);
   }
 
   #enqueue(name: string): void {
@@ -163,12 +192,7 @@ export class CrdController {
   }
 
   #later(name: string): void {
-    if (this.#stopped) return;
-    const t = setTimeout(() => {
-      this.#timers.delete(t);
-      this.#enqueue(name);
-    }, CRD_RETRY_MS);
-    this.#timers.add(t);
+    this.#retry(() => this.#enqueue(name));
   }
 
   async #drain(): Promise<void> {
@@ -191,10 +215,13 @@ export class CrdController {
 
   /** Brings the registry and the CRD's status in line with the CRD; true to look again later. */
   async #reconcile(name: string): Promise<boolean> {
-    const { store, registry } = this.#opts;
-    const key = `${resourcePrefix(customResourceDefinitions)}${name}`;
-    const kv = await store.get(key);
-    const crd = parse(kv?.value ?? null);
+    const { crds, registry } = this.#opts;
+    const crd = await crds(name)
+      .get()
+      .catch((err: unknown) => {
+        if (err instanceof StatusError && err.code === 404) return undefined;
+        throw err;
+      });
     if (!crd) {
       this.#unserve(name);
       return false;

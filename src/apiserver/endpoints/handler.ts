@@ -9,7 +9,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { errors, failure, type StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
 import type { Registry } from "../../registry/registry.ts";
-import { type CreateSubresource, resourceVerbs, storageVersion } from "../../registry/types.ts";
+import {
+  type CreateSubresource,
+  type ResourceDefinition,
+  resourceVerbs,
+  storageVersion,
+} from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import {
   aggregatedDiscovery,
@@ -86,6 +91,11 @@ export interface ApiHandler {
    * yet (then nobody can tell). No storage read: cheap enough for every request.
    */
   serviceAccountUid(namespace: string, name: string): string | undefined;
+  /**
+   * A resource store for the server's own reads and writes of `def`'s objects
+   * (optionally one namespace's, or one object), as the system user.
+   */
+  systemStore(def: ResourceDefinition, namespace?: string, name?: string): ResourceStore;
   /** The accounting of streamed responses' bytes in flight (lists, watches' initial events). */
   outputStats(): OutputBudgetStats;
   /** Number of open watches. */
@@ -158,6 +168,14 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   };
   caches.start();
   let closed = false;
+  const systemStore = (def: ResourceDefinition, namespace?: string, name?: string) =>
+    new ResourceStore(ctx, {
+      definition: def,
+      version: storageVersion(def),
+      user: SERVER_USER,
+      ...(def.namespaced && namespace !== undefined ? { namespace } : {}),
+      ...(name !== undefined ? { name } : {}),
+    });
   return {
     async handle(req, res, user) {
       const url = requestUrl(req.url ?? "/");
@@ -183,17 +201,11 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
         watchers: t.watchers,
       }));
     },
+    systemStore,
     serviceAccountUid(namespace, name) {
       const def = ctx.registry.get("", "serviceaccounts");
       if (!def || closed) return undefined;
-      const store = new ResourceStore(ctx, {
-        definition: def,
-        version: storageVersion(def),
-        namespace,
-        name,
-        user: SERVER_USER,
-      });
-      const entry = store.cached();
+      const entry = systemStore(def, namespace, name).cached();
       return entry ? accountUid(entry) : undefined;
     },
     outputStats() {

@@ -9,6 +9,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { errors, type StatusError } from "@setpoint/api";
 import { type Logger, pino } from "pino";
+import { customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
 import type { Store } from "../../storage/store.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
@@ -164,7 +165,6 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
 
   // CustomResourceDefinitions: the type, and the custom resources stored CRDs define.
   installCrdType(registry);
-  await restoreCustomResources(opts.store, registry, logger);
 
   // Set below: the metrics read the handler's watch caches for object counts.
   const metrics: ApiMetrics = createApiMetrics(() => handler?.typeStats() ?? []);
@@ -178,6 +178,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   });
   handler = api;
   let closing = false;
+  // The custom resources that stored CRDs define, served before the server listens.
+  const crdStores = (name?: string) => api.systemStore(customResourceDefinitions, undefined, name);
+  await restoreCustomResources(crdStores, registry, logger);
 
   // Health checks, named as kube-apiserver names its own (health.ts serves them).
   const ping: HealthCheck = { name: "ping", check: () => {} };
@@ -349,7 +352,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const url = `${opts.tls ? "https" : "http"}://${urlHost}:${port}`;
   logger.info({ url }, "apiserver listening");
   const crds = new CrdController({
-    store,
+    crds: crdStores,
     registry,
     url,
     logger,
