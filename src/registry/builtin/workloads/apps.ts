@@ -10,6 +10,7 @@ import { field, fieldObject } from "../build.ts";
 import { AGE_COLUMN, count, NONE, selectorCell, templateContainers } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { defaultTemplate } from "./pod-defaults.ts";
+import { validateDeployment, validateReplicaSet } from "./validation.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -125,7 +126,7 @@ export const deploymentDefinition = workloadDefinition({
     AGE_COLUMN,
     ...templateWideColumns(),
   ],
-  strategy: { default: defaultDeployment },
+  strategy: { default: defaultDeployment, validate: validateDeployment },
 });
 
 export const replicaSetDefinition = workloadDefinition({
@@ -163,7 +164,7 @@ export const replicaSetDefinition = workloadDefinition({
     AGE_COLUMN,
     ...templateWideColumns(),
   ],
-  strategy: { default: defaultReplicaSet },
+  strategy: { default: defaultReplicaSet, validate: validateReplicaSet },
 });
 
 export const controllerRevisionDefinition = workloadDefinition({

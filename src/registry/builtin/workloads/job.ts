@@ -10,6 +10,7 @@ import { templateWideColumns } from "./apps.ts";
 import { AGE_COLUMN, count, humanDuration } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { defaultTemplate } from "./pod-defaults.ts";
+import { validateJob } from "./validation.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -137,5 +138,5 @@ export const jobDefinition = workloadDefinition({
     AGE_COLUMN,
     ...templateWideColumns(),
   ],
-  strategy: { default: defaultJob, prepareForCreate: prepareJobCreate },
+  strategy: { default: defaultJob, prepareForCreate: prepareJobCreate, validate: validateJob },
 });

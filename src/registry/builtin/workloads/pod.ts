@@ -10,6 +10,7 @@ import { field, fieldObject, fieldString } from "../build.ts";
 import { AGE_COLUMN, NONE } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { defaultNewPodSpec, defaultPodSpec, qosClass } from "./pod-defaults.ts";
+import { validatePod } from "./validation.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -209,6 +210,7 @@ export const podDefinition = workloadDefinition({
     prepareForCreate: preparePodCreate,
     default: (obj) => defaultPodSpec(fieldObject(obj, "spec")),
     decideDelete: decidePodDelete,
+    validate: validatePod,
     selectableFields: {
       "spec.nodeName": (o) => fieldString(o, "spec", "nodeName"),
       "spec.restartPolicy": (o) => fieldString(o, "spec", "restartPolicy"),
