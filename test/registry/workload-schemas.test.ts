@@ -17,6 +17,17 @@ function prop(s: Schema, ...path: string[]): Schema {
 }
 
 describe("workload schemas from the generated artifact", () => {
+  it("describes every field of every generated struct (kubectl explain shows it)", () => {
+    const missing: string[] = [];
+    for (const name of Object.keys(artifact.definitions)) {
+      const s = workloadSchema(name);
+      for (const [field, f] of Object.entries(s.properties ?? {})) {
+        if (!f.description) missing.push(`${name}.${field}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   it("builds every root kind as a named definition with apiVersion, kind and metadata", () => {
     for (const root of artifact.roots) {
       const s = workloadSchema(root);

@@ -160,6 +160,15 @@ describe("workload validation through kubectl", () => {
     await server?.close();
   });
 
+  it("explains the workload kinds' fields", async () => {
+    const out = await kubectl.ok(["explain", "deployment.spec.progressDeadlineSeconds"]);
+    expect(out).toMatch(/FIELD:\s+progressDeadlineSeconds <integer>/);
+    expect(out).toContain("Seconds without progress before the rollout is reported as failed");
+    const ports = await kubectl.ok(["explain", "pods.spec.containers.ports"]);
+    expect(ports).toMatch(/containerPort\s+<integer> -required-/);
+    expect(ports).toContain("The port the container listens on.");
+  });
+
   it("refuses a Pod update beyond images, and a Deployment's new selector, with Kubernetes' words", async () => {
     const podYaml = (port: number) => `apiVersion: v1
 kind: Pod

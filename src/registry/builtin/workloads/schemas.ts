@@ -3,7 +3,8 @@
  * (src/registry/builtin/generated/workload-types.json, written by
  * scripts/gen-builtin-schemas.mjs from Kubernetes' Go types): one named
  * definition per struct, fields with their types, list and patch markers and
- * required; meta/v1 types are the shared ones of meta-schemas.ts.
+ * required, and a one-line description of each (descriptions.ts, field-descriptions.ts);
+ * meta/v1 types are the shared ones of meta-schemas.ts.
  */
 import type { Schema } from "@setpoint/api";
 import { defineSchema, refSchema } from "../../definitions.ts";
@@ -17,6 +18,7 @@ import {
 } from "../meta-schemas.ts";
 import { localObjectReferenceSchema, objectReferenceSchema } from "../references.ts";
 import { WORKLOAD_DESCRIPTIONS } from "./descriptions.ts";
+import { fieldDescription } from "./field-descriptions.ts";
 import { labelSelectorSchema, metaConditionSchema } from "./meta-extra.ts";
 
 /** A field's type in the artifact. */
@@ -108,7 +110,7 @@ export function workloadSchema(name: string): Schema {
   if (!facts) throw new Error(`workload schema ${name} is not generated`);
   const properties: Record<string, Schema> = {};
   const required: string[] = [];
-  collectFields(facts, properties, required);
+  collectFields(name, facts, properties, required);
   if (Object.hasOwn(properties, "metadata")) {
     properties.apiVersion = { type: "string", description: API_VERSION_DESCRIPTION };
     properties.kind = { type: "string", description: KIND_DESCRIPTION };
@@ -126,15 +128,23 @@ export function workloadSchema(name: string): Schema {
   return schema;
 }
 
-function collectFields(facts: StructFacts, properties: Record<string, Schema>, required: string[]) {
+function collectFields(
+  struct: string,
+  facts: StructFacts,
+  properties: Record<string, Schema>,
+  required: string[],
+) {
   for (const f of facts.fields) {
     if (f.inline) {
       if (f.type.kind !== "ref" || !f.type.ref) continue;
       const inner = WORKLOAD_TYPES[f.type.ref];
-      if (inner) collectFields(inner, properties, required);
+      if (inner) collectFields(f.type.ref, inner, properties, required);
       continue;
     }
-    properties[f.name] = fieldSchema(f);
+    const s = fieldSchema(f);
+    const description = fieldDescription(struct.replace(/^io\.k8s\.api\./, ""), f.name);
+    if (description) s.description = description;
+    properties[f.name] = s;
     if (f.required) required.push(f.name);
   }
 }
