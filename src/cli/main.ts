@@ -2,6 +2,7 @@
 import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
+import { IMAGE_USAGE, image } from "./image.ts";
 import { UP_USAGE, up } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
 import { setpointVersion } from "./version.ts";
@@ -13,6 +14,7 @@ Commands:
   finalizers  list objects stuck in deletion; clear a finalizer by hand
   doctor      check the control plane's health at a glance
   controller-manager  run the built-in controllers against an API server
+  image       build and list the images the agent runs Pods from
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
 `;
@@ -29,6 +31,8 @@ export async function main(argv: string[]): Promise<number> {
         return await doctor(rest);
       case "controller-manager":
         return await controllerManager(rest);
+      case "image":
+        return await image(rest);
       case "--version":
       case "version":
         process.stdout.write(`${setpointVersion()}\n`);
@@ -48,7 +52,8 @@ export async function main(argv: string[]): Promise<number> {
       err instanceof UsageError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${UP_USAGE}`);
+      const usage = command === "image" ? IMAGE_USAGE : UP_USAGE;
+      process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${usage}`);
       return 2;
     }
     throw err;

@@ -29,6 +29,8 @@ const LAYERS: Record<string, readonly string[]> = {
   "src/apiserver": ["packages/api", "src/storage", "src/registry"],
   "packages/runtime": ["packages/api"],
   "src/controllers": ["packages/api", "packages/runtime"],
+  // The data plane: the node agent, an ordinary client like the controllers.
+  "src/agent": ["packages/api", "packages/runtime"],
   // The composition root: starts a whole control plane; cli and testenv build on it.
   "src/controlplane": [
     "packages/api",
@@ -55,6 +57,7 @@ const LAYERS: Record<string, readonly string[]> = {
     "src/apiserver",
     "src/controllers",
     "src/controlplane",
+    "src/agent",
   ],
 };
 
