@@ -1,0 +1,164 @@
+/**
+ * Starting, watching and stopping one container process. A process is spawned
+ * detached (the leader of its own process group, in its own session, so it
+ * outlives the agent), its output appended to its log file, stdin closed. Its
+ * end is learned from the child's exit when this agent started it, or by polling
+ * /proc when it was adopted from an earlier agent (exit code then unknown).
+ * Stopping runs the preStop hook, sends SIGTERM to the group, waits out the grace
+ * period, then SIGKILLs the group; once the leader is gone, whatever is left in
+ * its group is killed too, so no process outlives its container.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { constants } from "node:os";
+import { closeLog, openLog } from "./logs.ts";
+import { isAlive, type ProcessIdentity, processStartTicks, signalGroup } from "./proc.ts";
+import type { RunningProcess } from "./record.ts";
+import { rfc3339 } from "./record.ts";
+
+/** How often an adopted process is checked for its end, and a stopping one for its exit. */
+export const EXIT_POLL_MS = 500;
+
+export interface SpawnSpec {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  logPath: string;
+  image: string;
+  imageID: string;
+}
+
+export type SpawnResult =
+  | { ok: true; process: RunningProcess; child: ChildProcess }
+  | { ok: false; message: string };
+
+/** Spawns a container process; resolves once it runs (or failed to start). */
+export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
+  const [cmd, ...args] = spec.argv;
+  const fd = openLog(spec.logPath);
+  return new Promise((done) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(cmd, args, {
+        cwd: spec.cwd,
+        env: spec.env,
+        detached: true,
+        stdio: ["ignore", fd, fd],
+      });
+    } catch (err) {
+      closeLog(fd);
+      done({ ok: false, message: (err as Error).message });
+      return;
+    }
+    child.once("error", (err: NodeJS.ErrnoException) => {
+      closeLog(fd);
+      const message =
+        err.code === "ENOENT"
+          ? `exec: "${cmd}": executable file not found in $PATH`
+          : `exec: "${cmd}": ${err.message}`;
+      done({ ok: false, message });
+    });
+    child.once("spawn", () => {
+      closeLog(fd);
+      child.unref();
+      const pid = child.pid ?? 0;
+      const startTicks = processStartTicks(pid) ?? -1;
+      done({
+        ok: true,
+        child,
+        process: {
+          pid,
+          startTicks,
+          startedAt: rfc3339(),
+          containerID: `setpoint://${pid}-${startTicks}`,
+          imageID: spec.imageID,
+          image: spec.image,
+        },
+      });
+    });
+  });
+}
+
+/** How a process ended: exit code (128+signal when killed), or unknown when it was adopted. */
+export interface ProcessExit {
+  exitCode: number;
+  signal?: number;
+  known: boolean;
+}
+
+/**
+ * Calls `onExit` once when the process ends. With `child` (started by this agent)
+ * from its exit; else by polling /proc. Returns a function that stops watching.
+ */
+export function watchExit(
+  proc: ProcessIdentity,
+  child: ChildProcess | undefined,
+  onExit: (exit: ProcessExit) => void,
+): () => void {
+  let fired = false;
+  const fire = (exit: ProcessExit) => {
+    if (fired) return;
+    fired = true;
+    cancel();
+    // Whatever the container started is part of it: nothing outlives it.
+    signalGroup(proc.pid, "SIGKILL");
+    onExit(exit);
+  };
+  const onChildExit = (code: number | null, signal: NodeJS.Signals | null) => {
+    const signo = signal ? constants.signals[signal] : undefined;
+    fire({
+      exitCode: code ?? 128 + (signo ?? 0),
+      ...(signo ? { signal: signo } : {}),
+      known: true,
+    });
+  };
+  child?.once("exit", onChildExit);
+  const timer = child
+    ? undefined
+    : setInterval(() => {
+        if (!isAlive(proc)) fire({ exitCode: 137, known: false });
+      }, EXIT_POLL_MS);
+  timer?.unref();
+  const cancel = () => {
+    if (timer) clearInterval(timer);
+    child?.off("exit", onChildExit);
+  };
+  // An adopted process may already be gone.
+  if (!child && !isAlive(proc)) queueMicrotask(() => fire({ exitCode: 137, known: false }));
+  return cancel;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until the process is gone or `deadline` (ms since epoch) passes; true when gone. */
+export async function waitGone(proc: ProcessIdentity, deadline: number): Promise<boolean> {
+  for (;;) {
+    if (!isAlive(proc)) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+  }
+}
+
+/**
+ * Stops a process: `preStop` first (bounded by the grace period), SIGTERM to its
+ * group, then SIGKILL once `graceMs` (counted from the start) is over.
+ */
+export async function stopProcess(
+  proc: ProcessIdentity,
+  graceMs: number,
+  preStop?: (deadline: number) => Promise<void>,
+): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  if (!isAlive(proc)) {
+    signalGroup(proc.pid, "SIGKILL");
+    return;
+  }
+  if (preStop) {
+    await Promise.race([preStop(deadline).catch(() => {}), sleep(graceMs)]);
+  }
+  signalGroup(proc.pid, "SIGTERM");
+  if (!(await waitGone(proc, deadline))) {
+    signalGroup(proc.pid, "SIGKILL");
+    await waitGone(proc, Date.now() + 5_000);
+  }
+  signalGroup(proc.pid, "SIGKILL");
+}
