@@ -8,7 +8,9 @@
  *   (./namespace.ts);
  * - `event-ttl`: deletes Events once they are older than the TTL (./event-ttl.ts);
  * - `serviceaccount`: gives every namespace a `default` ServiceAccount
- *   (./service-accounts.ts).
+ *   (./service-accounts.ts);
+ * - `replicaset`: keeps a ReplicaSet's Pods at its replicas (./replicaset/);
+ * - `deployment`: rolls Deployments out through ReplicaSets (./deployment/).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -36,6 +38,11 @@ import {
   NamespaceController,
   type NamespaceControllerOptions,
 } from "./namespace.ts";
+import {
+  REPLICASET_CONTROLLER,
+  ReplicaSetController,
+  type ReplicaSetControllerOptions,
+} from "./replicaset/index.ts";
 import {
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
@@ -67,6 +74,11 @@ export {
   type NamespaceControllerOptions,
 } from "./namespace.ts";
 export {
+  REPLICASET_CONTROLLER,
+  ReplicaSetController,
+  type ReplicaSetControllerOptions,
+} from "./replicaset/index.ts";
+export {
   DEFAULT_SERVICE_ACCOUNT,
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
@@ -79,6 +91,7 @@ export interface BuiltinOptions {
   namespace?: NamespaceControllerOptions;
   eventTtl?: EventTtlOptions;
   serviceAccount?: ServiceAccountControllerOptions;
+  replicaSet?: ReplicaSetControllerOptions;
   logger?: Logger;
 }
 
@@ -90,6 +103,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [NAMESPACE_CONTROLLER]: (o) => new NamespaceController(o.namespace),
   [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
   [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
+  [REPLICASET_CONTROLLER]: (o) => new ReplicaSetController(o.replicaSet),
 };
 
 /** Names of the built-in controllers. */

@@ -52,6 +52,7 @@ describe("controller manager", () => {
       "namespace",
       "event-ttl",
       "serviceaccount",
+      "replicaset",
     ]);
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
@@ -60,7 +61,7 @@ describe("controller manager", () => {
 
   it("runs without a controller switched off by name", async () => {
     const m = await start({ disabled: ["garbage-collector"] });
-    expect(m.names).toEqual(["namespace", "event-ttl", "serviceaccount"]);
+    expect(m.names).toEqual(["namespace", "event-ttl", "serviceaccount", "replicaset"]);
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
     await env.client.delete(CM, "owner", ns);
