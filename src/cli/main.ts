@@ -1,4 +1,5 @@
 /** The `setpoint` command: dispatches to its subcommands. */
+import { AGENT_USAGE, agent } from "./agent.ts";
 import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
@@ -14,6 +15,7 @@ Commands:
   finalizers  list objects stuck in deletion; clear a finalizer by hand
   doctor      check the control plane's health at a glance
   controller-manager  run the built-in controllers against an API server
+  agent       run a node agent: the Pods bound to its Node as local processes
   image       build and list the images the agent runs Pods from
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
@@ -31,6 +33,8 @@ export async function main(argv: string[]): Promise<number> {
         return await doctor(rest);
       case "controller-manager":
         return await controllerManager(rest);
+      case "agent":
+        return await agent(rest);
       case "image":
         return await image(rest);
       case "--version":
@@ -52,7 +56,8 @@ export async function main(argv: string[]): Promise<number> {
       err instanceof UsageError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      const usage = command === "image" ? IMAGE_USAGE : UP_USAGE;
+      const usage =
+        command === "image" ? IMAGE_USAGE : command === "agent" ? AGENT_USAGE : UP_USAGE;
       process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${usage}`);
       return 2;
     }

@@ -1,0 +1,546 @@
+/**
+ * The node agent: runs the Pods bound to its Node as processes, as the kubelet does
+ * with containers, and keeps them running when the control plane is gone.
+ *
+ * - At start it reads its state from disk (state/), adopts the processes that still
+ *   run and restarts those that died, before it talks to the apiserver at all.
+ * - It registers its Node (node/), renews its Lease every 10 s, and watches the Pods
+ *   whose spec.nodeName is its node (an informer with a field selector). A new Pod
+ *   gets an address (pod-addresses.ts) and a pod worker (pods/worker.ts); a Pod being
+ *   deleted is stopped within its grace period, then its object is deleted (grace 0,
+ *   uid precondition) as the kubelet does; a Pod gone from the apiserver is stopped.
+ * - Status: each Pod's status is computed from its record and written (a merge patch
+ *   of the status subresource) only when it differs from what the server holds.
+ * - Nothing is stopped because the apiserver cannot be reached: until the Pod
+ *   informer has listed, the Pods on disk are the desired state; after, the list is.
+ * - Stopping the agent leaves its Pods running (unless asked to stop them).
+ */
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import type { Node, Pod } from "@setpoint/api";
+import {
+  type Client,
+  Informer,
+  isConflict,
+  isNotFound,
+  type RuntimeLogger,
+} from "@setpoint/runtime";
+import { canonicalJson } from "./canonical-json.ts";
+import { ImageStore, importBuiltinImages } from "./images/index.ts";
+import {
+  machineResources,
+  type NodeIdentity,
+  nodeObject,
+  nodeStatus,
+  runLease,
+} from "./node/index.ts";
+import { PodAddresses } from "./pod-addresses.ts";
+import {
+  Backoff,
+  type EnvSources,
+  newPodRecord,
+  type PodRecord,
+  PodWorker,
+  podStatus,
+  referencedSources,
+  rfc3339,
+} from "./pods/index.ts";
+import { type AgentStateData, emptyState, StateFile } from "./state/index.ts";
+
+/** How often the Node's status is compared with the server's (and written when it differs). */
+export const NODE_STATUS_CHECK_MS = 10_000;
+/** The Node's status is written at least this often, changed or not (the kubelet's report frequency). */
+export const NODE_STATUS_REPORT_MS = 5 * 60_000;
+/** Retry of status writes and deletions that failed (the apiserver is away). */
+export const WRITE_RETRY_MS = 1_000;
+/** How often the agent compares its Pods with the listed ones and rotates logs. */
+export const HOUSEKEEPING_MS = 1_000;
+/** Status writes in flight at once. */
+export const STATUS_WRITERS = 8;
+
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+const NODE = { apiVersion: "v1", kind: "Node" } as const;
+const CONFIGMAP = { apiVersion: "v1", kind: "ConfigMap" } as const;
+const SECRET = { apiVersion: "v1", kind: "Secret" } as const;
+
+export interface AgentOptions {
+  client: Client;
+  nodeName: string;
+  /** Where the state, logs and (by default) images live. */
+  dataDir: string;
+  /** The image store (default DATA/images). */
+  imageDir?: string;
+  /** Pod addresses are 127.N.x.y (default 10). */
+  podRange?: number;
+  /** The node's address (InternalIP, the Pods' hostIP). */
+  address?: string;
+  /** Where the agent's own endpoint listens (default 127.0.0.1, a free port). */
+  listenHost?: string;
+  listenPort?: number;
+  kubeletVersion?: string;
+  runtimeVersion?: string;
+  logger?: RuntimeLogger;
+  /** Restart back-off (Kubernetes' 10 s to 300 s by default; tests shorten it). */
+  restartBackoff?: { initialMs?: number; maxMs?: number };
+  leaseIntervalMs?: number;
+}
+
+interface SecretObject {
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+const NOOP: RuntimeLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+export class Agent {
+  readonly images: ImageStore;
+  readonly workers = new Map<string, PodWorker>();
+  private readonly log: RuntimeLogger;
+  private readonly addresses: PodAddresses;
+  private readonly state: AgentStateData;
+  private readonly stateFile: StateFile;
+  private readonly informer: Informer<Pod>;
+  private readonly abort = new AbortController();
+  private readonly restartBackoff: Backoff;
+  private readonly pullBackoff = new Backoff();
+  private readonly dirty = new Set<string>();
+  private readonly written = new Map<string, string>();
+  private readonly finishing = new Map<string, Promise<void>>();
+  private statusTimer: NodeJS.Timeout | undefined;
+  private housekeeping: NodeJS.Timeout | undefined;
+  private nodeTimer: NodeJS.Timeout | undefined;
+  private server: Server | undefined;
+  private nodeUid: string | undefined;
+  private lastNodeReport = 0;
+  private lease: Promise<void> | undefined;
+  private identity: NodeIdentity;
+  /** Status writes done (for tests and benchmarks). */
+  statusWrites = 0;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.log = opts.logger ?? NOOP;
+    this.images = new ImageStore(opts.imageDir ?? join(opts.dataDir, "images"));
+    this.addresses = new PodAddresses(opts.podRange);
+    this.restartBackoff = new Backoff(opts.restartBackoff);
+    const loaded = StateFile.load(join(opts.dataDir, "state.json"));
+    if (loaded.problem) this.log.warn({}, loaded.problem);
+    this.state = loaded.state ?? emptyState(opts.nodeName);
+    this.stateFile = new StateFile(join(opts.dataDir, "state.json"), () => this.state);
+    this.identity = {
+      name: opts.nodeName,
+      address: opts.address ?? "127.0.0.1",
+      port: 0,
+      runtimeVersion: opts.runtimeVersion ?? "setpoint://0.1.0",
+      kubeletVersion: opts.kubeletVersion ?? "v1.32.0",
+      dataDir: opts.dataDir,
+    };
+    this.informer = new Informer<Pod>(opts.client, POD, {
+      fieldSelector: `spec.nodeName=${opts.nodeName}`,
+      backoffInitialMs: 200,
+      backoffMaxMs: 7_000,
+      logger: this.log,
+    });
+  }
+
+  get nodeName(): string {
+    return this.opts.nodeName;
+  }
+
+  /** The port of the agent's endpoint (/healthz, /pods). */
+  get port(): number {
+    return this.identity.port;
+  }
+
+  private get hostIP(): string {
+    return this.identity.address;
+  }
+
+  private readonly sources: EnvSources = {
+    configMap: (ns, name) => this.state.configMaps[`${ns}/${name}`],
+    secret: (ns, name) => this.state.secrets[`${ns}/${name}`],
+  };
+
+  /** Reads the ConfigMaps and Secrets a Pod uses; keeps the last known data when the apiserver is away. */
+  private async refreshSources(pod: Pod): Promise<void> {
+    const { configMaps, secrets } = referencedSources(pod);
+    const read = async (kind: typeof CONFIGMAP | typeof SECRET, key: string) => {
+      const [ns, name] = key.split("/");
+      const table = kind === CONFIGMAP ? this.state.configMaps : this.state.secrets;
+      try {
+        const obj = (await this.opts.client.get(kind, name, ns)) as unknown as SecretObject;
+        const data: Record<string, string> = {};
+        for (const [k, v] of Object.entries(obj.data ?? {})) {
+          data[k] = kind === SECRET ? Buffer.from(v, "base64").toString("utf8") : v;
+        }
+        table[key] = data;
+      } catch (err) {
+        if (isNotFound(err)) delete table[key];
+      }
+    };
+    await Promise.all([
+      ...configMaps.map((k) => read(CONFIGMAP, k)),
+      ...secrets.map((k) => read(SECRET, k)),
+    ]);
+    this.stateFile.schedule();
+  }
+
+  private newWorker(record: PodRecord): PodWorker {
+    const node = machineResources(this.opts.dataDir);
+    const worker = new PodWorker(record, {
+      images: this.images,
+      sources: this.sources,
+      refreshSources: (pod) => this.refreshSources(pod),
+      node,
+      dataDir: this.opts.dataDir,
+      restartBackoff: this.restartBackoff,
+      pullBackoff: this.pullBackoff,
+      onChange: (rec) => this.changed(rec.uid),
+      onEvent: (rec, type, reason, message) =>
+        this.log.info(
+          { pod: `${rec.pod.metadata.namespace}/${rec.pod.metadata.name}`, type, reason },
+          message,
+        ),
+    });
+    this.workers.set(record.uid, worker);
+    this.state.pods[record.uid] = record;
+    this.addresses.take(record.podIP);
+    return worker;
+  }
+
+  private changed(uid: string): void {
+    this.stateFile.schedule();
+    this.dirty.add(uid);
+    this.scheduleStatus(10);
+  }
+
+  /**
+   * Starts: Pods from disk first (adopted or restarted, no apiserver needed), then
+   * the endpoint, the Pod watch, the Node and its Lease. Resolves without waiting
+   * for the apiserver.
+   */
+  async start(): Promise<void> {
+    try {
+      importBuiltinImages(this.images);
+    } catch (err) {
+      this.log.warn({ err: String(err) }, "could not import the built-in images");
+    }
+    let adopted = 0;
+    let gone = 0;
+    for (const record of Object.values(this.state.pods)) {
+      const worker = this.newWorker(record);
+      if (record.stopped || record.terminating) {
+        void this.finish(record.uid);
+        continue;
+      }
+      const r = worker.adopt();
+      adopted += r.adopted;
+      gone += r.gone;
+    }
+    this.log.info(
+      { pods: this.workers.size, adopted, restarted: gone },
+      "started from the state on disk",
+    );
+    this.stateFile.flush();
+    await this.listen();
+    this.informer.addEventHandler({
+      onAdd: (pod) => this.reconcile(pod),
+      onUpdate: (_old, pod) => this.reconcile(pod),
+      onDelete: (pod) => this.gone(pod),
+    });
+    this.informer.start(this.abort.signal);
+    this.housekeeping = setInterval(() => this.houseKeep(), HOUSEKEEPING_MS);
+    this.housekeeping.unref();
+    void this.syncNode();
+  }
+
+  /** Starts the Lease heartbeat (once the Node is registered, so the Lease can name it its owner). */
+  private startLease(): void {
+    if (this.lease || this.abort.signal.aborted) return;
+    this.lease = runLease(this.opts.client, this.opts.nodeName, this.abort.signal, {
+      intervalMs: this.opts.leaseIntervalMs,
+      nodeUid: () => this.nodeUid,
+      onError: (err) => this.log.debug({ err: String(err) }, "lease renewal failed"),
+    });
+  }
+
+  /** Resolves once the Pod informer has listed (the apiserver answered). */
+  waitForSync(): Promise<void> {
+    return this.informer.waitForSync(this.abort.signal);
+  }
+
+  private listen(): Promise<void> {
+    const server = createServer((req, res) => {
+      if (req.url === "/healthz") {
+        res.end("ok");
+        return;
+      }
+      if (req.url === "/pods") {
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify(this.summary()));
+        return;
+      }
+      res.statusCode = 404;
+      res.end();
+    });
+    this.server = server;
+    return new Promise((done, fail) => {
+      server.once("error", fail);
+      server.listen(this.opts.listenPort ?? 0, this.opts.listenHost ?? "127.0.0.1", () => {
+        const addr = server.address();
+        this.identity = {
+          ...this.identity,
+          port: typeof addr === "object" && addr ? addr.port : 0,
+        };
+        done();
+      });
+    });
+  }
+
+  /** What runs: each Pod with its address, phase and processes. */
+  summary(): {
+    namespace: string;
+    name: string;
+    uid: string;
+    podIP: string;
+    phase: string;
+    containers: { name: string; pid?: number; restartCount: number; ready: boolean }[];
+  }[] {
+    return [...this.workers.values()].map((w) => {
+      const r = w.record;
+      return {
+        namespace: r.pod.metadata.namespace ?? "",
+        name: r.pod.metadata.name ?? "",
+        uid: r.uid,
+        podIP: r.podIP,
+        phase: podStatus(r, this.hostIP).phase ?? "",
+        containers: [...r.initContainers, ...r.containers].map((c) => ({
+          name: c.name,
+          ...(c.process ? { pid: c.process.pid } : {}),
+          restartCount: c.restartCount,
+          ready: c.ready,
+        })),
+      };
+    });
+  }
+
+  private reconcile(pod: Pod): void {
+    const uid = pod.metadata.uid ?? "";
+    const worker = this.workers.get(uid);
+    if (!worker) {
+      if (pod.metadata.deletionTimestamp) {
+        void this.deleteObject(pod);
+        return;
+      }
+      if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") return;
+      const record = newPodRecord(structuredClone(pod) as Pod, this.addresses.allocate());
+      this.newWorker(record).kick();
+      this.changed(uid);
+      return;
+    }
+    if (worker.record.stopped && !pod.metadata.deletionTimestamp) return;
+    worker.update(structuredClone(pod) as Pod);
+    if (pod.metadata.deletionTimestamp) void this.finish(uid);
+    else this.dirty.add(uid);
+    this.scheduleStatus(10);
+  }
+
+  /** A Pod gone from the apiserver: stop it, forget it. */
+  private gone(pod: Pod): void {
+    const uid = pod.metadata.uid ?? "";
+    if (this.workers.has(uid)) void this.finish(uid, false);
+  }
+
+  /**
+   * Stops a Pod's processes, reports its final status, deletes its object (when
+   * `deleteObject`), and forgets it. Retried by housekeeping while the apiserver is away.
+   */
+  private finish(uid: string, deleteObject = true): Promise<void> {
+    const running = this.finishing.get(uid);
+    if (running) return running;
+    const p = (async () => {
+      const worker = this.workers.get(uid);
+      if (!worker) return;
+      if (!worker.record.stopped) await worker.terminate();
+      if (deleteObject && this.informer.getByKey(keyOf(worker.record.pod))) {
+        await this.writeStatus(uid);
+        const ok = await this.deleteObject(worker.record.pod);
+        if (!ok) return;
+      }
+      this.forget(uid);
+    })().finally(() => this.finishing.delete(uid));
+    this.finishing.set(uid, p);
+    return p;
+  }
+
+  private forget(uid: string): void {
+    const worker = this.workers.get(uid);
+    if (!worker) return;
+    worker.close();
+    this.workers.delete(uid);
+    this.addresses.release(worker.record.podIP);
+    delete this.state.pods[uid];
+    this.dirty.delete(uid);
+    this.written.delete(uid);
+    this.stateFile.schedule();
+  }
+
+  /** Deletes a Pod's object as the kubelet does once it stopped: grace 0, on its uid. */
+  private async deleteObject(pod: Pod): Promise<boolean> {
+    try {
+      await this.opts.client.delete(POD, pod.metadata.name ?? "", pod.metadata.namespace, {
+        gracePeriodSeconds: 0,
+        preconditions: { uid: pod.metadata.uid },
+      });
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return true;
+      this.log.debug({ err: String(err) }, "deleting a stopped pod failed; will retry");
+      return false;
+    }
+  }
+
+  /** Compares the Pods run with the Pods listed, retries what failed, rotates logs. */
+  private houseKeep(): void {
+    if (this.informer.hasSynced()) {
+      for (const [uid, worker] of this.workers) {
+        const listed = this.informer.getByKey(keyOf(worker.record.pod));
+        if (!listed || listed.metadata.uid !== uid) void this.finish(uid, false);
+        else if (worker.record.stopped || worker.record.terminating) void this.finish(uid);
+      }
+    }
+    for (const w of this.workers.values()) w.rotateLogs();
+    if (this.dirty.size) this.scheduleStatus(0);
+  }
+
+  private scheduleStatus(delayMs: number): void {
+    if (this.statusTimer || this.abort.signal.aborted) return;
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      void this.flushStatus();
+    }, delayMs);
+  }
+
+  private async flushStatus(): Promise<void> {
+    const uids = [...this.dirty];
+    this.dirty.clear();
+    let failed = false;
+    for (let i = 0; i < uids.length; i += STATUS_WRITERS) {
+      const results = await Promise.all(
+        uids.slice(i, i + STATUS_WRITERS).map((uid) => this.writeStatus(uid)),
+      );
+      for (const [j, ok] of results.entries()) {
+        if (!ok) {
+          failed = true;
+          this.dirty.add(uids[i + j]);
+        }
+      }
+    }
+    if (failed) this.scheduleStatus(WRITE_RETRY_MS);
+  }
+
+  /** Writes a Pod's status when it differs from the server's; false when the write failed. */
+  private async writeStatus(uid: string): Promise<boolean> {
+    const worker = this.workers.get(uid);
+    if (!worker) return true;
+    if (!this.informer.hasSynced()) return false;
+    const server = this.informer.getByKey(keyOf(worker.record.pod));
+    if (!server || server.metadata.uid !== uid) return true;
+    const status = podStatus(worker.record, this.hostIP, server.status);
+    const text = canonicalJson(status);
+    if (text === canonicalJson(server.status ?? {}) || text === this.written.get(uid)) return true;
+    try {
+      await this.opts.client.patch(
+        POD,
+        server.metadata.name ?? "",
+        server.metadata.namespace,
+        { metadata: { uid }, status },
+        { type: "merge", subresource: "status" },
+      );
+      this.statusWrites++;
+      this.written.set(uid, text);
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return true;
+      this.log.debug({ err: String(err) }, "status write failed; will retry");
+      return false;
+    }
+  }
+
+  /** Registers the Node, then keeps its status current; retries while the apiserver is away. */
+  private async syncNode(retryMs = 200): Promise<void> {
+    if (this.abort.signal.aborted) return;
+    let next = NODE_STATUS_CHECK_MS;
+    try {
+      await this.writeNode();
+      this.startLease();
+    } catch (err) {
+      this.log.debug({ err: String(err) }, "node registration failed; will retry");
+      next = retryMs;
+      retryMs = Math.min(retryMs * 2, 7_000);
+    }
+    if (next === NODE_STATUS_CHECK_MS) retryMs = 200;
+    if (!this.abort.signal.aborted) {
+      this.nodeTimer = setTimeout(() => void this.syncNode(retryMs), next);
+      this.nodeTimer.unref();
+    }
+  }
+
+  private async writeNode(): Promise<void> {
+    const client = this.opts.client;
+    let node: Node | undefined;
+    try {
+      node = await client.get<Node>(NODE, this.opts.nodeName);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (!node) {
+      node = await client.create<Node>(nodeObject(this.identity));
+      this.log.info({ node: this.opts.nodeName }, "registered the node");
+    }
+    this.nodeUid = node.metadata.uid;
+    const previous = node.status;
+    const status = nodeStatus(this.identity, rfc3339(), previous);
+    const essentials = (s: typeof status | undefined) =>
+      canonicalJson({
+        conditions: (s?.conditions ?? []).map((c) => [c.type, c.status, c.reason]),
+        capacity: s?.capacity,
+        addresses: s?.addresses,
+        daemonEndpoints: s?.daemonEndpoints,
+      });
+    if (
+      essentials(status) === essentials(previous) &&
+      Date.now() - this.lastNodeReport < NODE_STATUS_REPORT_MS
+    ) {
+      return;
+    }
+    await client.updateStatus<Node>({ ...node, status });
+    this.lastNodeReport = Date.now();
+  }
+
+  /**
+   * Stops the agent. By default the Pods keep running (their state is on disk for
+   * the next agent); with `stopPods` every Pod is stopped first.
+   */
+  async stop(opts: { stopPods?: boolean } = {}): Promise<void> {
+    if (opts.stopPods) {
+      await Promise.all([...this.workers.values()].map((w) => w.terminate()));
+    }
+    this.abort.abort();
+    if (this.statusTimer) clearTimeout(this.statusTimer);
+    if (this.housekeeping) clearInterval(this.housekeeping);
+    if (this.nodeTimer) clearTimeout(this.nodeTimer);
+    for (const w of this.workers.values()) {
+      await w.settled();
+      w.close();
+    }
+    if (opts.stopPods) this.state.pods = {};
+    this.stateFile.flush();
+    await this.lease;
+    await new Promise<void>((done) => (this.server ? this.server.close(() => done()) : done()));
+    this.server?.closeAllConnections();
+  }
+}
+
+function keyOf(pod: Pod): string {
+  return `${pod.metadata.namespace}/${pod.metadata.name}`;
+}

@@ -1,0 +1,11 @@
+/**
+ * The agent's state on disk (state-file.ts): its last known-good Pods and the
+ * ConfigMap and Secret data they use, written atomically, read at start.
+ */
+export {
+  type AgentStateData,
+  emptyState,
+  STATE_VERSION,
+  STATE_WRITE_DELAY_MS,
+  StateFile,
+} from "./state-file.ts";
