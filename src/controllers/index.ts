@@ -27,6 +27,11 @@
 import type { Logger } from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin-controller.ts";
 import { ControllerManager, type ControllerManagerOptions } from "./controller-manager.ts";
+import {
+  DEPLOYMENT_CONTROLLER,
+  DeploymentController,
+  type DeploymentControllerOptions,
+} from "./deployment/index.ts";
 import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./event-ttl.ts";
 import {
   GARBAGE_COLLECTOR,
@@ -56,6 +61,11 @@ export {
   ControllerManager,
   type ControllerManagerOptions,
 } from "./controller-manager.ts";
+export {
+  DEPLOYMENT_CONTROLLER,
+  DeploymentController,
+  type DeploymentControllerOptions,
+} from "./deployment/index.ts";
 export {
   DEFAULT_EVENT_TTL_MS,
   EVENT_TTL_CONTROLLER,
@@ -92,6 +102,7 @@ export interface BuiltinOptions {
   eventTtl?: EventTtlOptions;
   serviceAccount?: ServiceAccountControllerOptions;
   replicaSet?: ReplicaSetControllerOptions;
+  deployment?: DeploymentControllerOptions;
   logger?: Logger;
 }
 
@@ -104,6 +115,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
   [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
   [REPLICASET_CONTROLLER]: (o) => new ReplicaSetController(o.replicaSet),
+  [DEPLOYMENT_CONTROLLER]: (o) => new DeploymentController(o.deployment),
 };
 
 /** Names of the built-in controllers. */

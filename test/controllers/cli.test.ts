@@ -83,7 +83,7 @@ describe("setpoint controller-manager", () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain('unknown controller "gc"');
       expect(r.stderr).toContain(
-        "garbage-collector, namespace, event-ttl, serviceaccount, replicaset",
+        "garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment",
       );
     }
   });
@@ -126,7 +126,7 @@ describe("setpoint controller-manager", () => {
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
     const { proc, client } = await up([]);
     expect(proc.stdout()).toContain(
-      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount, replicaset",
+      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment",
     );
     await controllersAct(client);
     const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
@@ -168,7 +168,7 @@ describe("setpoint controller-manager", () => {
       30_000,
     );
     expect(stdout).toContain(
-      "running garbage-collector, namespace, serviceaccount, replicaset against https://",
+      "running garbage-collector, namespace, serviceaccount, replicaset, deployment against https://",
     );
     await eventually(
       async () => (await fetch(`http://${health}/readyz`)).status === 200,

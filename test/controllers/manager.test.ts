@@ -53,6 +53,7 @@ describe("controller manager", () => {
       "event-ttl",
       "serviceaccount",
       "replicaset",
+      "deployment",
     ]);
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
@@ -61,7 +62,13 @@ describe("controller manager", () => {
 
   it("runs without a controller switched off by name", async () => {
     const m = await start({ disabled: ["garbage-collector"] });
-    expect(m.names).toEqual(["namespace", "event-ttl", "serviceaccount", "replicaset"]);
+    expect(m.names).toEqual([
+      "namespace",
+      "event-ttl",
+      "serviceaccount",
+      "replicaset",
+      "deployment",
+    ]);
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
     await env.client.delete(CM, "owner", ns);
