@@ -173,6 +173,7 @@ async function main(): Promise<void> {
       `127.0.0.1:${port}`,
       "--log-level",
       "warn",
+      "--no-agent",
       "--node-monitor-grace-period",
       `${GRACE_S}s`,
     ],

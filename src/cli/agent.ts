@@ -5,12 +5,12 @@
  * Pods running (their state is in the data dir for the next start), unless
  * --stop-pods-on-exit.
  */
-import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client, KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { Agent, DEFAULT_POD_RANGE } from "../agent/index.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
+import { defaultNodeName } from "./node-name.ts";
 import { parseListen } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -29,12 +29,6 @@ Flags:
   --listen HOST:PORT         the agent's endpoint, /healthz and /pods (default 127.0.0.1:0)
   --stop-pods-on-exit        stop every Pod when the agent exits (default: leave them running)
 ${logUsage(29)}`;
-
-/** The node name an agent takes by default: the hostname, or "setpoint". */
-export function defaultNodeName(): string {
-  const h = hostname().toLowerCase();
-  return /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(h) ? h : "setpoint";
-}
 
 export async function agent(argv: string[]): Promise<number> {
   try {
@@ -64,6 +58,8 @@ async function run(argv: string[]): Promise<number> {
       "pod-range": { type: "string" },
       listen: { type: "string", default: "127.0.0.1:0" },
       "stop-pods-on-exit": { type: "boolean", default: false },
+      // Internal (setpoint up): exit when this process is no longer the parent.
+      "parent-pid": { type: "string" },
       ...LOG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
@@ -110,6 +106,16 @@ async function run(argv: string[]): Promise<number> {
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
+    const parent = values["parent-pid"] ? Number(values["parent-pid"]) : undefined;
+    if (parent) {
+      const watch = setInterval(() => {
+        if (process.ppid !== parent) {
+          clearInterval(watch);
+          onSignal("parent exited");
+        }
+      }, 1_000);
+      watch.unref();
+    }
   });
   await instance.stop({ stopPods: values["stop-pods-on-exit"] });
   return 0;

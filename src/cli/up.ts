@@ -33,6 +33,7 @@ import {
   logUsage,
   stdoutIsStderr,
 } from "./logging.ts";
+import { type NodeAgentProcess, startNodeAgent } from "./up-agent.ts";
 import { UsageError } from "./usage-error.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
@@ -52,6 +53,8 @@ Flags:
   --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
   --no-controllers            do not run the built-in controllers in this process
+  --no-agent                  do not run a node agent (by default one runs the Pods bound to
+                              this host's Node as processes; see setpoint agent --help)
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
   --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
 ${logUsage(30)}`;
@@ -86,6 +89,7 @@ const UP_OPTIONS = {
   "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
+  "no-agent": { type: "boolean", default: false },
   "disable-controllers": { type: "string" },
   "event-ttl": { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -216,13 +220,23 @@ export async function up(argv: string[]): Promise<number> {
     return 1;
   }
 
+  let agent: NodeAgentProcess | undefined;
   if (signalled === undefined) {
     printBanner(plane, values.storage, logger, format);
+    if (!values["no-agent"]) {
+      agent = startNodeAgent({
+        dataDir,
+        kubeconfig: plane.kubeconfigPath,
+        logLevel: values["log-level"],
+        logFormat: format,
+      });
+    }
     await new Promise<void>((done) => {
       wake = done;
     });
   }
   logger.info({ signal: signalled }, "shutting down");
+  await agent?.stop();
   await plane.stop();
   return 0;
 }

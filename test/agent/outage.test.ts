@@ -14,7 +14,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Pod } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
@@ -36,8 +35,8 @@ function podProcesses(): number[] {
       const env = readFileSync(`/proc/${name}/environ`, "utf8");
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-      if (state !== "Z" && env.includes(`\0SETPOINT_POD_IP=127.${RANGE}.`)) out.push(Number(name));
-      else if (state !== "Z" && env.startsWith(`SETPOINT_POD_IP=127.${RANGE}.`)) {
+      const vars = env.split("\0");
+      if (state !== "Z" && vars.some((v) => v.startsWith(`SETPOINT_POD_IP=127.${RANGE}.`))) {
         out.push(Number(name));
       }
     } catch {}

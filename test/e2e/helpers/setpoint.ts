@@ -89,9 +89,16 @@ export function readTarget(kubeconfig: string): Required<Target> {
   };
 }
 
-/** Starts `setpoint up --listen 127.0.0.1:0 args...` and waits for its serving line. */
+/**
+ * Starts `setpoint up --listen 127.0.0.1:0 --no-agent args...` (`--agent` in args: with
+ * its node agent) and waits for its serving line.
+ */
 export async function startSetpoint(args: string[]): Promise<SetpointProcess> {
-  const child = spawn(process.execPath, [SETPOINT_BIN, "up", "--listen", "127.0.0.1:0", ...args], {
+  // No node agent unless a test asks for one (--agent): it would run Pods on this host.
+  const agent = args.includes("--agent");
+  const rest = args.filter((a) => a !== "--agent");
+  const base = ["up", "--listen", "127.0.0.1:0", ...(agent ? [] : ["--no-agent"])];
+  const child = spawn(process.execPath, [SETPOINT_BIN, ...base, ...rest], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const out = collect(child);
