@@ -3,6 +3,7 @@ import { AGENT_USAGE, agent } from "./agent.ts";
 import { controllerManager } from "./controller-manager.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
+import { gateway } from "./gateway.ts";
 import { IMAGE_USAGE, image } from "./image.ts";
 import { UP_USAGE, up } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
@@ -17,6 +18,7 @@ Commands:
   controller-manager  run the built-in controllers against an API server
   agent       run a node agent: the Pods bound to its Node as local processes
   image       build and list the images the agent runs Pods from
+  gateway     serve Ingresses as an HTTP(S) reverse proxy that outlives the API server
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
 `;
@@ -37,6 +39,8 @@ export async function main(argv: string[]): Promise<number> {
         return await agent(rest);
       case "image":
         return await image(rest);
+      case "gateway":
+        return await gateway(rest);
       case "--version":
       case "version":
         process.stdout.write(`${setpointVersion()}\n`);

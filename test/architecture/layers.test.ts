@@ -31,6 +31,8 @@ const LAYERS: Record<string, readonly string[]> = {
   "src/controllers": ["packages/api", "packages/runtime"],
   // The data plane: the node agent, an ordinary client like the controllers.
   "src/agent": ["packages/api", "packages/runtime"],
+  // The data plane: an ordinary API client, like the controllers.
+  "src/gateway": ["packages/api", "packages/runtime"],
   // The composition root: starts a whole control plane; cli and testenv build on it.
   "src/controlplane": [
     "packages/api",
@@ -52,6 +54,7 @@ const LAYERS: Record<string, readonly string[]> = {
   "src/cli": [
     "packages/api",
     "packages/runtime",
+    "src/gateway",
     "src/storage",
     "src/registry",
     "src/apiserver",
