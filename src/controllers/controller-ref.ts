@@ -11,10 +11,12 @@
  * orphan) fails with a Conflict instead of being overwritten.
  */
 import {
+  isEverything,
   type KubeObject,
   type LabelSelector,
   labelSelectorFromMetav1,
   type MetaV1LabelSelector,
+  matchesLabels,
   type OwnerReference,
 } from "@setpoint/api";
 import { isConflict, isNotFound, type ReconcileClient, type TypeRef } from "@setpoint/runtime";
@@ -129,4 +131,38 @@ async function patchRefs<T extends KubeObject>(
  */
 export function selectorOf(sel: unknown): LabelSelector {
   return labelSelectorFromMetav1(sel as MetaV1LabelSelector | undefined);
+}
+
+/** The controlling owner reference of `obj` when it is an apps/v1 `kind` (ReplicaSet, Deployment). */
+export function appsControllerOf(obj: KubeObject, kind: string): OwnerReference | undefined {
+  const ref = obj.metadata.ownerReferences?.find((r) => r.controller === true);
+  return ref?.kind === kind && ref.apiVersion.startsWith("apps/") ? ref : undefined;
+}
+
+/**
+ * Whom an event on `obj` wakes: its controller of `kind`; for an orphan,
+ * every candidate (same namespace) whose non-empty selector matches its labels;
+ * for an object another kind controls, nobody.
+ */
+export function ownersToWake(
+  obj: KubeObject,
+  kind: string,
+  candidates: (namespace: string) => readonly (KubeObject & { spec?: { selector?: unknown } })[],
+): { namespace: string; name: string }[] {
+  const ns = obj.metadata.namespace ?? "";
+  const ref = appsControllerOf(obj, kind);
+  if (ref) return [{ namespace: ns, name: ref.name }];
+  if (obj.metadata.ownerReferences?.some((r) => r.controller === true)) return [];
+  const out: { namespace: string; name: string }[] = [];
+  for (const c of candidates(ns)) {
+    try {
+      const sel = selectorOf(c.spec?.selector);
+      if (!isEverything(sel) && matchesLabels(sel, obj.metadata.labels)) {
+        out.push({ namespace: ns, name: c.metadata.name ?? "" });
+      }
+    } catch {
+      // An invalid selector matches nothing.
+    }
+  }
+  return out;
 }

@@ -30,7 +30,14 @@ import {
   TerminalError,
 } from "@setpoint/runtime";
 import type { BuiltinController } from "../builtin-controller.ts";
-import { claimObjects, ORPHAN_INDEX, orphanIndex, selectorOf } from "../controller-ref.ts";
+import {
+  appsControllerOf,
+  claimObjects,
+  ORPHAN_INDEX,
+  orphanIndex,
+  ownersToWake,
+  selectorOf,
+} from "../controller-ref.ts";
 import { rolloutRecreate } from "./recreate.ts";
 import { rolloutRolling } from "./rolling.ts";
 import { Rollout } from "./sync.ts";
@@ -38,10 +45,8 @@ import {
   DESIRED_REPLICAS_ANNOTATION,
   getCondition,
   hasProgressDeadline,
-  newCondition,
   Reason,
   replicasOf,
-  setCondition,
 } from "./util.ts";
 
 /** The controller's name (what `--disable` takes). */
@@ -57,20 +62,6 @@ const POD = { apiVersion: "v1", kind: "Pod" } as const;
 
 export interface DeploymentControllerOptions {
   workers?: number;
-}
-
-function controllerOf(
-  o: {
-    metadata: {
-      ownerReferences?:
-        | { controller?: boolean; kind: string; apiVersion: string; name: string }[]
-        | undefined;
-    };
-  },
-  kind: string,
-) {
-  const ref = o.metadata.ownerReferences?.find((r) => r.controller === true);
-  return ref?.kind === kind && ref.apiVersion.startsWith("apps/") ? ref : undefined;
 }
 
 export class DeploymentController implements BuiltinController {
@@ -94,7 +85,9 @@ export class DeploymentController implements BuiltinController {
     mgr
       .controller(DEPLOYMENT_CONTROLLER)
       .for(DEPLOYMENT)
-      .watches<ReplicaSet>(RS, (rs) => this.ownersOf(rs))
+      .watches<ReplicaSet>(RS, (rs) =>
+        ownersToWake(rs, "Deployment", (ns) => this.deployments.list({ namespace: ns })),
+      )
       // A Recreate rollout waits for the old Pods to be gone.
       .watches<Pod>(POD, (p) => this.deploymentOfPod(p), {
         predicates: [{ create: () => false, update: () => false, generic: () => false }],
@@ -103,32 +96,12 @@ export class DeploymentController implements BuiltinController {
       .complete((req, ctx) => this.reconcile(req, ctx));
   }
 
-  /** The Deployment controlling a ReplicaSet, or (an orphan) those whose selector matches it. */
-  private ownersOf(rs: ReplicaSet): Request[] {
-    const ns = rs.metadata.namespace ?? "";
-    const ref = controllerOf(rs, "Deployment");
-    if (ref) return [{ namespace: ns, name: ref.name }];
-    if (rs.metadata.ownerReferences?.some((r) => r.controller === true)) return [];
-    const out: Request[] = [];
-    for (const d of this.deployments.list({ namespace: ns })) {
-      try {
-        const sel = selectorOf(d.spec?.selector);
-        if (!isEverything(sel) && matchesLabels(sel, rs.metadata.labels)) {
-          out.push({ namespace: ns, name: d.metadata.name ?? "" });
-        }
-      } catch {
-        // An invalid selector matches nothing.
-      }
-    }
-    return out;
-  }
-
   private deploymentOfPod(p: Pod): Request | undefined {
     const ns = p.metadata.namespace ?? "";
-    const rsRef = controllerOf(p, "ReplicaSet");
+    const rsRef = appsControllerOf(p, "ReplicaSet");
     if (!rsRef) return undefined;
     const rs = this.sets.get(rsRef.name, ns);
-    const dRef = rs && controllerOf(rs, "Deployment");
+    const dRef = rs && appsControllerOf(rs, "Deployment");
     if (!dRef) return undefined;
     const d = this.deployments.get(dRef.name, ns);
     return d?.spec?.strategy?.type === "Recreate" ? { namespace: ns, name: dRef.name } : undefined;
@@ -208,19 +181,11 @@ export class DeploymentController implements BuiltinController {
     const c = getCondition(d.status, "Progressing");
     if (c?.reason === Reason.TimedOut) return;
     const pausedCond = c?.reason === Reason.Paused;
-    const status = deepClone(d.status ?? {});
     if (d.spec?.paused && !pausedCond) {
-      setCondition(
-        status,
-        newCondition("Progressing", "Unknown", Reason.Paused, "Deployment is paused"),
-      );
+      await r.setProgressing("Unknown", Reason.Paused, "Deployment is paused");
     } else if (!d.spec?.paused && pausedCond) {
-      setCondition(
-        status,
-        newCondition("Progressing", "Unknown", Reason.Resumed, "Deployment is resumed"),
-      );
-    } else return;
-    await r.writeStatus(status);
+      await r.setProgressing("Unknown", Reason.Resumed, "Deployment is resumed");
+    }
   }
 
   /** Whether an active ReplicaSet was sized for another replica count than the Deployment's. */

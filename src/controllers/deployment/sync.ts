@@ -101,17 +101,11 @@ export class Rollout {
     }
     await this.setRevision(rs.metadata.annotations?.[REVISION_ANNOTATION]);
     if (hasProgressDeadline(d) && !getCondition(d.status, "Progressing")) {
-      const status = deepClone(d.status ?? {});
-      setCondition(
-        status,
-        newCondition(
-          "Progressing",
-          "True",
-          Reason.FoundNewReplicaSet,
-          `Found new replica set "${rs.metadata.name}"`,
-        ),
+      await this.setProgressing(
+        "True",
+        Reason.FoundNewReplicaSet,
+        `Found new replica set "${rs.metadata.name}"`,
       );
-      await this.writeStatus(status);
     }
     return rs;
   }
@@ -146,9 +140,7 @@ export class Rollout {
       if (!isAlreadyExists(e)) {
         if (hasProgressDeadline(d)) {
           const msg = `Failed to create new replica set "${rs.metadata.name}": ${message(e)}`;
-          const status = deepClone(d.status ?? {});
-          setCondition(status, newCondition("Progressing", "False", Reason.FailedRSCreate, msg));
-          await this.writeStatus(status);
+          await this.setProgressing("False", Reason.FailedRSCreate, msg);
           this.recorder.warning(d, Reason.FailedRSCreate, msg);
         }
         throw e;
@@ -182,17 +174,11 @@ export class Rollout {
     }
     await this.setRevision(String(newRevision));
     if (!alreadyExisted && hasProgressDeadline(d)) {
-      const status = deepClone(this.d.status ?? {});
-      setCondition(
-        status,
-        newCondition(
-          "Progressing",
-          "True",
-          Reason.NewReplicaSet,
-          `Created new replica set "${created.metadata.name}"`,
-        ),
+      await this.setProgressing(
+        "True",
+        Reason.NewReplicaSet,
+        `Created new replica set "${created.metadata.name}"`,
       );
-      await this.writeStatus(status);
     }
     return created;
   }
@@ -209,6 +195,18 @@ export class Rollout {
       { type: "merge" },
     );
     this.d = deepClone(out);
+  }
+
+  /** Sets the Progressing condition, writing the status when that changes it. */
+  async setProgressing(
+    status: "True" | "False" | "Unknown",
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const s = deepClone(this.d.status ?? {});
+    if (setCondition(s, newCondition("Progressing", status, reason, message))) {
+      await this.writeStatus(s);
+    }
   }
 
   /** Writes the Deployment's status through the status subresource. */

@@ -33,7 +33,14 @@ import {
   TerminalError,
 } from "@setpoint/runtime";
 import type { BuiltinController } from "../builtin-controller.ts";
-import { claimObjects, ORPHAN_INDEX, orphanIndex, selectorOf } from "../controller-ref.ts";
+import {
+  appsControllerOf,
+  claimObjects,
+  ORPHAN_INDEX,
+  orphanIndex,
+  ownersToWake,
+  selectorOf,
+} from "../controller-ref.ts";
 import { Expectations } from "./expectations.ts";
 import { isPodActive, podFromTemplate, sortPodsForDeletion } from "./pods.ts";
 import { replicaSetStatus, statusChanged } from "./status.ts";
@@ -58,9 +65,8 @@ export interface ReplicaSetControllerOptions {
 
 /** The `namespace/name` of the ReplicaSet controlling a Pod, if one does. */
 function ownerKey(p: Pod): string | undefined {
-  const ref = p.metadata.ownerReferences?.find((r) => r.controller === true);
-  if (ref?.kind !== "ReplicaSet" || !ref.apiVersion.startsWith("apps/")) return undefined;
-  return `${p.metadata.namespace ?? ""}/${ref.name}`;
+  const ref = appsControllerOf(p, "ReplicaSet");
+  return ref ? `${p.metadata.namespace ?? ""}/${ref.name}` : undefined;
 }
 
 /**
@@ -122,7 +128,9 @@ export class ReplicaSetController implements BuiltinController {
     mgr
       .controller(REPLICASET_CONTROLLER)
       .for(RS)
-      .watches<Pod>(POD, (p) => this.ownersOf(p))
+      .watches<Pod>(POD, (p) =>
+        ownersToWake(p, "ReplicaSet", (ns) => this.sets.list({ namespace: ns })),
+      )
       .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_REPLICASET_WORKERS })
       .complete((req, ctx) => this.reconcile(req, ctx));
   }
@@ -136,25 +144,6 @@ export class ReplicaSetController implements BuiltinController {
     } else if (!old) {
       this.expectations.creationObserved(k);
     }
-  }
-
-  /** The ReplicaSet controlling a Pod, or (for an orphan) every ReplicaSet whose selector matches it. */
-  private ownersOf(p: Pod): Request[] {
-    const ns = p.metadata.namespace ?? "";
-    const k = ownerKey(p);
-    if (k) return [{ namespace: ns, name: k.slice(ns.length + 1) }];
-    if (p.metadata.ownerReferences?.some((r) => r.controller === true)) return [];
-    const out: Request[] = [];
-    for (const rs of this.sets.list({ namespace: ns })) {
-      try {
-        const sel = selectorOf(rs.spec?.selector);
-        if (matchesLabels(sel, p.metadata.labels))
-          out.push({ namespace: ns, name: rs.metadata.name ?? "" });
-      } catch {
-        // An invalid selector matches nothing.
-      }
-    }
-    return out;
   }
 
   private async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
