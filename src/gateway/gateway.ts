@@ -13,7 +13,7 @@
  */
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, Server as NetServer } from "node:net";
 import { createSecureContext, type SecureContext } from "node:tls";
 import type { EndpointSlice, Ingress, IngressClass, KubeObject, Service } from "@setpoint/api";
 import { Client, Informer, kind, type Logger, type RestConfig } from "@setpoint/runtime";
@@ -226,6 +226,14 @@ export class Gateway {
       mk(KINDS.secret, "type=kubernetes.io/tls"),
     ];
     for (const inf of this.informers) inf.start(this.stopSync.signal);
+    // Objects listed before the last informer synced gave no rebuild: build once all have.
+    Promise.all(this.informers.map((i) => i.waitForSync(this.stopSync.signal))).then(
+      () => {
+        this.log.info("synced with the API");
+        this.schedule();
+      },
+      () => {},
+    );
     const confirmMs = this.opts.confirmMs ?? 10_000;
     this.confirmTimer = setInterval(() => this.confirm(), confirmMs);
     this.confirmTimer.unref();
@@ -329,19 +337,26 @@ export class Gateway {
   }
 
   /**
-   * Stops: closes the listeners (no new connections; idle keep-alive ones are
-   * closed), waits up to `graceMs` for requests in flight, then stops syncing.
+   * Stops: the listeners stop accepting; for a moment (a tenth of `graceMs`, at
+   * most 1 s) open connections are still served, each response closing its
+   * connection, so a request already on its way is not cut off; then idle
+   * connections are closed and requests in flight get until `graceMs` to finish.
    */
   async stop(graceMs = 30_000): Promise<void> {
+    const deadline = Date.now() + graceMs;
     this.stopSync.abort();
     clearTimeout(this.timer);
     clearInterval(this.confirmTimer);
-    const closed = this.servers.map((s) => new Promise<void>((r) => s.close(() => r())));
-    for (const s of this.servers) s.closeIdleConnections();
-    const deadline = Date.now() + graceMs;
-    while (this.proxy.inFlight > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
+    this.proxy.draining = true;
+    // net.Server's close stops accepting without http.Server's closing of idle connections.
+    const closed = this.servers.map(
+      (s) => new Promise<void>((r) => NetServer.prototype.close.call(s, () => r())),
+    );
+    await new Promise((r) => setTimeout(r, Math.min(1000, graceMs / 10)));
+    for (;;) {
       for (const s of this.servers) s.closeIdleConnections();
+      if (this.proxy.inFlight === 0 || Date.now() >= deadline) break;
+      await new Promise((r) => setTimeout(r, 20));
     }
     for (const s of this.servers) s.closeAllConnections();
     await Promise.all(closed);

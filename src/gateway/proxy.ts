@@ -78,6 +78,8 @@ export class ReverseProxy {
   private readonly accessLog: boolean;
   /** Requests and upgrades being served. */
   inFlight = 0;
+  /** Shutting down: every response closes its connection. */
+  draining = false;
 
   constructor(private readonly opts: ReverseProxyOptions) {
     this.ejectMs = opts.ejectMs ?? 5000;
@@ -164,6 +166,7 @@ export class ReverseProxy {
   handle(req: IncomingMessage, res: ServerResponse, tls: boolean): void {
     const started = process.hrtime.bigint();
     this.inFlight++;
+    if (this.draining) res.setHeader("connection", "close");
     let endpoint = "";
     const r = this.route(req);
     const ingress = "ingress" in r ? (r.ingress ?? "") : "";

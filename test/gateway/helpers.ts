@@ -1,6 +1,7 @@
 /**
  * Helpers of the gateway tests: plain node HTTP backends on 127.x addresses
- * (answering with who they are and what they got, echoing upgraded sockets),
+ * (answering with who they are and what they got, "/slow" after half a
+ * second, echoing upgraded sockets),
  * the Service, EndpointSlice and Ingress objects that point at them, a gateway
  * in this process, and requests through it with a chosen Host header.
  */
@@ -31,7 +32,9 @@ export async function startBackend(name: string, ip: string, port = 0): Promise<
     b.hits++;
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    req.on("end", async () => {
+      // "/slow" answers after half a second (a request in flight for a while).
+      if (req.url?.startsWith("/slow")) await new Promise((r) => setTimeout(r, 500));
       res.setHeader("content-type", "application/json");
       res.end(
         JSON.stringify({
