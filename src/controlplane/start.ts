@@ -19,8 +19,10 @@ import { TokenAuthenticator, type UserInfo } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
 import type { ConnectionLimits } from "../apiserver/server/index.ts";
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
+import { ensureKubernetesService } from "../apiserver/server/kubernetes-service.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
 import { type ControllerManager, createControllerManager } from "../controllers/index.ts";
+import { DEFAULT_SERVICE_RANGES, type ServiceRanges } from "../registry/builtin/index.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { Store } from "../storage/store.ts";
 import { CreatedFiles } from "./created-files.ts";
@@ -78,6 +80,8 @@ export interface ControlPlaneOptions {
   connections?: Partial<ConnectionLimits>;
   /** The built-in controllers, in process as loopback clients; false or absent: none. */
   controllers?: false | ControllerOptions;
+  /** The ranges Services' cluster IPs and node ports come from (default 127.100.0.0/16, 30000-32767). */
+  serviceRanges?: ServiceRanges;
   /** The apiserver's logger (default silent). */
   logger?: Logger;
 }
@@ -159,6 +163,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.connections ? { connections: opts.connections } : {}),
         storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
+        ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
       });
     } catch (err) {
@@ -172,10 +177,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       ...(creds.tls ? { ca: Buffer.from(creds.tls.caCert) } : {}),
       ...(server.loopbackToken ? { token: server.loopbackToken } : {}),
     };
-    await ensureSystemNamespaces({
+    const target = {
       url: server.url,
       ...(creds.tls ? { caCert: creds.tls.caCert } : {}),
       ...(server.loopbackToken ? { token: server.loopbackToken } : {}),
+    };
+    await ensureSystemNamespaces(target);
+    await ensureKubernetesService(target, {
+      clusterIPRange: (opts.serviceRanges ?? DEFAULT_SERVICE_RANGES).clusterIPRange,
+      address: /^\d+\.\d+\.\d+\.\d+$/.test(host) && host !== "0.0.0.0" ? host : "127.0.0.1",
+      port: server.port,
     });
 
     const kubeconfigPath = join(dir, KUBECONFIG_FILE);

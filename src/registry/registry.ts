@@ -3,7 +3,7 @@
  * resources alike, looked up by URL parts or by kind. Discovery and OpenAPI are
  * derived from it; `generation` tells their caches when to rebuild.
  */
-import { BUILTIN_GROUP_ORDER, builtinDefinitions } from "./builtin/index.ts";
+import { BUILTIN_GROUP_ORDER, type BuiltinOptions, builtinDefinitions } from "./builtin/index.ts";
 import type { ResourceDefinition, VersionDefinition } from "./types.ts";
 
 const KUBE_VERSION = /^v(\d+)(?:(alpha|beta)(\d+))?$/;
@@ -166,8 +166,8 @@ export class Registry {
 }
 
 /** A registry with every built-in type registered. */
-export function createBuiltinRegistry(): Registry {
+export function createBuiltinRegistry(opts: BuiltinOptions = {}): Registry {
   const reg = new Registry();
-  for (const def of builtinDefinitions()) reg.add(def);
+  for (const def of builtinDefinitions(opts)) reg.add(def);
   return reg;
 }

@@ -77,6 +77,39 @@ export interface VersionDefinition {
  */
 export type DeleteDecision = { action: "update"; obj: KubeObject } | { action: "noop" };
 
+/**
+ * Storage keys an object being written claims for itself alone (Kubernetes'
+ * allocators: a Service's cluster IP, its node ports). Each claim is its own
+ * storage key, created only when absent, so two writers (two apiservers on one
+ * etcd included) can never both win it. Keys are names under the claims root
+ * ("serviceips/127.100.0.1"), never storage paths.
+ */
+export interface Claims {
+  /** Claims `key` for the object being written: false when it is held already. */
+  claim(key: string): Promise<boolean>;
+  /** The keys under `prefix` held now. */
+  held(prefix: string): Promise<Set<string>>;
+}
+
+/**
+ * What a type claims for its objects (see Claims). The store calls `allocate`
+ * before each create and update it stores; when the write fails, what it claimed
+ * is released; when it succeeds, the claims the old object held and the new one
+ * does not are released, and so are a deleted object's. A repair loop releases
+ * claims whose holder is gone or no longer holds them.
+ */
+export interface ClaimRules {
+  /** The prefixes (claim names, ending in "/") the type's claims live under. */
+  prefixes: readonly string[];
+  /** The claims `obj` holds. */
+  heldBy(obj: KubeObject): string[];
+  /**
+   * Claims what `obj` needs and fills the fields that show it, in place (`old`:
+   * the stored object on update); throws a StatusError to refuse the write.
+   */
+  allocate(obj: KubeObject, old: KubeObject | undefined, claims: Claims): Promise<void>;
+}
+
 /** Per-type behaviour beyond the schema (Kubernetes' "strategy"). */
 export interface Strategy {
   /**
@@ -150,6 +183,8 @@ export interface Strategy {
    * may not set (Kubernetes' PrepareForCreate), e.g. a new Namespace's status.
    */
   prepareForCreate?(obj: KubeObject): void;
+  /** Storage keys the type's objects claim for themselves alone (see ClaimRules). */
+  claims?: ClaimRules;
   /**
    * Called on every update of the main resource (PUT, patch, apply), before
    * defaulting and validation, with the stored object: keeps what only a

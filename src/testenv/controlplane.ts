@@ -16,6 +16,7 @@ import {
   type ControlPlane as RunningControlPlane,
   startControlPlane as startRoot,
 } from "../controlplane/index.ts";
+import type { ServiceRanges } from "../registry/builtin/index.ts";
 import type { Registry } from "../registry/registry.ts";
 
 export interface ControlPlaneOptions {
@@ -35,6 +36,8 @@ export interface ControlPlaneOptions {
   compaction?: boolean;
   /** Built-in controllers to run beside the apiserver (default none). */
   controllers?: ControllerOptions;
+  /** The ranges Services' cluster IPs and node ports come from. */
+  serviceRanges?: ServiceRanges;
 }
 
 export interface ControlPlane extends RunningControlPlane {
@@ -57,6 +60,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
+    ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
   });
   const client = new Client(plane.config);
   return {

@@ -11,4 +11,5 @@ export * from "./bootstrap.ts";
 export * from "./certs.ts";
 export * from "./connections.ts";
 export * from "./kubeconfig-yaml.ts";
+export * from "./kubernetes-service.ts";
 export * from "./server.ts";

@@ -9,6 +9,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { errors, type StatusError } from "@setpoint/api";
 import { type Logger, pino } from "pino";
+import type { ServiceRanges } from "../../registry/builtin/index.ts";
 import { customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
 import type { Store } from "../../storage/store.ts";
@@ -21,6 +22,7 @@ import {
   createApiMetrics,
   instrumentStore,
 } from "../metrics/index.ts";
+import { CLAIMS_REPAIR_INTERVAL_MS, repairClaims } from "../store/index.ts";
 import { ServiceAccountTokens } from "../tokens/index.ts";
 import {
   ANONYMOUS_ADMIN,
@@ -81,6 +83,10 @@ export interface ApiServerOptions {
    * is "etcd"); default "storage".
    */
   storageCheckName?: string;
+  /** Without `registry`: the ranges Services' cluster IPs and node ports come from. */
+  serviceRanges?: ServiceRanges;
+  /** How often leaked claims (cluster IPs, node ports) are released; default 3 minutes. */
+  claimsRepairIntervalMs?: number;
 }
 
 export interface ApiServer {
@@ -133,7 +139,9 @@ function sendText(res: ServerResponse, code: number, text: string): void {
 
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const logger = opts.logger ?? pino({ level: "silent" });
-  const registry = opts.registry ?? createBuiltinRegistry();
+  const registry =
+    opts.registry ??
+    createBuiltinRegistry(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {});
   const minor = opts.kubernetesMinor ?? DEFAULT_KUBERNETES_MINOR;
   if (!Number.isInteger(minor) || minor < 27 || minor > 33) {
     throw new Error(`unsupported Kubernetes minor version ${minor}: use 27 to 33`);
@@ -359,10 +367,20 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     ...(loopbackToken ? { token: loopbackToken } : {}),
   });
   crds.start();
+  const repair = setInterval(() => {
+    repairClaims(opts.store, registry.all()).then(
+      (released) => {
+        if (released.length > 0) logger.info({ released }, "released leaked claims");
+      },
+      (err: unknown) => logger.warn({ err }, "claims repair failed"),
+    );
+  }, opts.claimsRepairIntervalMs ?? CLAIMS_REPAIR_INTERVAL_MS);
+  repair.unref();
 
   const close = async (): Promise<void> => {
     if (closing) return;
     closing = true;
+    clearInterval(repair);
     await crds.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();

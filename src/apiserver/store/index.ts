@@ -21,6 +21,12 @@ export type {
   SharedChunks,
   WatchCache,
 } from "../watchcache/watch-cache.ts";
+export { CLAIMS_ROOT } from "./claims.ts";
+export {
+  CLAIMS_REPAIR_GRACE_MS,
+  CLAIMS_REPAIR_INTERVAL_MS,
+  repairClaims,
+} from "./claims-repair.ts";
 export {
   type DeleteOptions,
   deletionFinalizers,

@@ -17,6 +17,7 @@ import {
   rememberJson,
   withResourceVersion,
 } from "../wire/codec.ts";
+import { allocateClaims, releaseClaims } from "./claims.ts";
 import type { StoreContext } from "./scope.ts";
 import { conflictError, statusFromStorage } from "./store-errors.ts";
 
@@ -96,6 +97,7 @@ export async function storeCreate(
   dryRun: boolean,
 ): Promise<KubeObject> {
   const subject = { ...ctx.subject, name: obj.metadata.name ?? "" };
+  const claims = await allocateClaims(ctx, key, obj, undefined, dryRun);
   if (dryRun) {
     const existing = await ctx.services.store.get(key).catch((err: unknown) => {
       throw statusFromStorage(err, subject);
@@ -109,6 +111,7 @@ export async function storeCreate(
     const rev = await ctx.services.store.create(key, encoded.stored);
     return written(ctx, key, obj, encoded, rev, false);
   } catch (err) {
+    await claims?.revert();
     throw statusFromStorage(err, subject);
   }
 }
@@ -135,7 +138,12 @@ export async function guaranteedUpdate(
     }
     const current = kv ? currentObject(ctx, key, kv) : null;
     const decision = await decide(current);
+    const claims =
+      decision.action === "create" || decision.action === "update"
+        ? await allocateClaims(ctx, key, decision.obj, current ?? undefined, dryRun)
+        : undefined;
     if (dryRun) return { obj: decision.obj, action: decision.action };
+    let outcome: WriteOutcome;
     try {
       switch (decision.action) {
         case "noop":
@@ -143,21 +151,25 @@ export async function guaranteedUpdate(
         case "create": {
           const encoded = announceWrite(ctx, key, decision.obj);
           const rev = await store.create(key, encoded.stored);
-          return { obj: written(ctx, key, decision.obj, encoded, rev, false), action: "create" };
+          outcome = { obj: written(ctx, key, decision.obj, encoded, rev, false), action: "create" };
+          break;
         }
         case "update": {
           const encoded = announceWrite(ctx, key, decision.obj);
           const rev = await store.update(key, encoded.stored, kv!.modRevision);
-          return { obj: written(ctx, key, decision.obj, encoded, rev, true), action: "update" };
+          outcome = { obj: written(ctx, key, decision.obj, encoded, rev, true), action: "update" };
+          break;
         }
         case "delete": {
           ctx.services.decoded.delete(key);
           // Answered with the object as it was last stored, as Kubernetes does.
           await store.delete(key, kv!.modRevision);
-          return { obj: decision.obj, action: "delete" };
+          outcome = { obj: decision.obj, action: "delete" };
+          break;
         }
       }
     } catch (err) {
+      await claims?.revert();
       if (
         err instanceof ConflictError ||
         err instanceof NotFoundError ||
@@ -168,6 +180,9 @@ export async function guaranteedUpdate(
       }
       throw statusFromStorage(err, ctx.subject);
     }
+    // What the old object held and the stored one does not is free again.
+    await releaseClaims(ctx, key, current, outcome.action === "delete" ? null : outcome.obj);
+    return outcome;
   }
   throw lastError ?? conflictError(ctx.subject);
 }

@@ -25,7 +25,8 @@ import {
   podDisruptionBudgetDefinition,
   podTemplateDefinition,
   replicaSetDefinition,
-  serviceDefinition,
+  type ServiceRanges,
+  serviceDefinitionFor,
 } from "./workloads/index.ts";
 
 export { configMapDefinition } from "./config-map.ts";
@@ -42,12 +43,18 @@ export { secretDefinition } from "./secret.ts";
 export { serviceAccountDefinition } from "./service-account.ts";
 export * from "./workloads/index.ts";
 
+/** How the built-in types are set up where a server's options say so. */
+export interface BuiltinOptions {
+  /** The ranges Services' cluster IPs and node ports come from (default DEFAULT_SERVICE_RANGES). */
+  serviceRanges?: ServiceRanges;
+}
+
 /** The built-in resource definitions. */
-export function builtinDefinitions(): ResourceDefinition[] {
+export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinition[] {
   return [
     podDefinition,
     nodeDefinition,
-    serviceDefinition,
+    serviceDefinitionFor(opts.serviceRanges),
     endpointsDefinition,
     podTemplateDefinition,
     configMapDefinition,

@@ -3,10 +3,12 @@
  * subresources, and the columns of `kubectl get nodes,svc,ep,podtemplates`.
  */
 import type { KubeObject } from "@setpoint/api";
+import type { ResourceDefinition } from "../../types.ts";
 import { field, fieldObject, fieldString } from "../build.ts";
 import { AGE_COLUMN, listOrNone, NONE, templateContainers } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { defaultTemplate } from "./pod-defaults.ts";
+import { DEFAULT_SERVICE_RANGES, type ServiceRanges, serviceClaims } from "./service-allocation.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -172,55 +174,62 @@ function serviceSelector(obj: KubeObject): string {
   return listOrNone(pairs.sort());
 }
 
-export const serviceDefinition = workloadDefinition({
-  group: "",
-  kind: "Service",
-  plural: "services",
-  shortNames: ["svc"],
-  categories: ["all"],
-  namespaced: true,
-  status: true,
-  generation: false,
-  columns: [
-    {
-      name: "Type",
-      type: "string",
-      priority: 0,
-      description: "How the service is exposed.",
-      value: (o) => fieldString(o, "spec", "type"),
-    },
-    {
-      name: "Cluster-IP",
-      type: "string",
-      priority: 0,
-      description: "The service's cluster address.",
-      value: (o) => fieldString(o, "spec", "clusterIP") || NONE,
-    },
-    {
-      name: "External-IP",
-      type: "string",
-      priority: 0,
-      description: "The service's external addresses.",
-      value: externalIP,
-    },
-    {
-      name: "Port(s)",
-      type: "string",
-      priority: 0,
-      description: "The service's ports.",
-      value: servicePorts,
-    },
-    AGE_COLUMN,
-    {
-      name: "Selector",
-      type: "string",
-      priority: 1,
-      description: "The pods the service selects.",
-      value: serviceSelector,
-    },
-  ],
-  strategy: { default: defaultService },
-});
+/** The Service type, its cluster IPs and node ports handed out from `ranges`. */
+export function serviceDefinitionFor(
+  ranges: ServiceRanges = DEFAULT_SERVICE_RANGES,
+): ResourceDefinition {
+  return workloadDefinition({
+    group: "",
+    kind: "Service",
+    plural: "services",
+    shortNames: ["svc"],
+    categories: ["all"],
+    namespaced: true,
+    status: true,
+    generation: false,
+    columns: [
+      {
+        name: "Type",
+        type: "string",
+        priority: 0,
+        description: "How the service is exposed.",
+        value: (o) => fieldString(o, "spec", "type"),
+      },
+      {
+        name: "Cluster-IP",
+        type: "string",
+        priority: 0,
+        description: "The service's cluster address.",
+        value: (o) => fieldString(o, "spec", "clusterIP") || NONE,
+      },
+      {
+        name: "External-IP",
+        type: "string",
+        priority: 0,
+        description: "The service's external addresses.",
+        value: externalIP,
+      },
+      {
+        name: "Port(s)",
+        type: "string",
+        priority: 0,
+        description: "The service's ports.",
+        value: servicePorts,
+      },
+      AGE_COLUMN,
+      {
+        name: "Selector",
+        type: "string",
+        priority: 1,
+        description: "The pods the service selects.",
+        value: serviceSelector,
+      },
+    ],
+    strategy: { default: defaultService, claims: serviceClaims(ranges) },
+  });
+}
+
+export const serviceDefinition = serviceDefinitionFor();
 
 /** Up to three "ip:port" endpoints and how many more, as kubectl prints Endpoints. */
 function endpointsCell(obj: KubeObject): string {

@@ -14,6 +14,7 @@ export {
   nodeDefinition,
   podTemplateDefinition,
   serviceDefinition,
+  serviceDefinitionFor,
 } from "./core.ts";
 export type { WorkloadKind } from "./define.ts";
 export { workloadDefinition, workloadTypeName } from "./define.ts";
@@ -29,3 +30,11 @@ export { decidePodDelete, podDefinition, podStatusCell } from "./pod.ts";
 export { DEFAULT_TOLERATION_SECONDS, defaultPullPolicy, qosClass } from "./pod-defaults.ts";
 export type { FieldFacts, FieldType, ProtobufFacts, StructFacts } from "./schemas.ts";
 export { WORKLOAD_TYPES, workloadSchema } from "./schemas.ts";
+export {
+  DEFAULT_SERVICE_RANGES,
+  firstServiceIP,
+  parseClusterIPRange,
+  parseNodePortRange,
+  type ServiceRanges,
+  serviceClaims,
+} from "./service-allocation.ts";
