@@ -35,6 +35,10 @@ Flags:
   --metrics-addr HOST:PORT   serve /metrics there (off when unset)
   --health-addr HOST:PORT    serve /healthz and /readyz there (off when unset)
   --event-ttl DURATION       how long an Event lives after its latest occurrence (default 1h)
+  --node-monitor-grace-period DURATION  how long a Node may go without renewing its Lease
+                             before it is marked Unknown (default 50s)
+  --terminated-pod-gc-threshold N  terminated Pods kept before the oldest are deleted
+                             (default 12500; 0: no limit)
 ${logUsage(29)}`;
 
 /** A bad command line. */
@@ -67,6 +71,26 @@ export function parseDuration(text: string): number {
     );
   }
   return total;
+}
+
+/** --node-monitor-grace-period and --terminated-pod-gc-threshold, where given. */
+export function parseNodeFlags(values: {
+  "node-monitor-grace-period"?: string | undefined;
+  "terminated-pod-gc-threshold"?: string | undefined;
+}): { nodeMonitorGracePeriodMs?: number; terminatedPodGcThreshold?: number } {
+  const out: { nodeMonitorGracePeriodMs?: number; terminatedPodGcThreshold?: number } = {};
+  const grace = values["node-monitor-grace-period"];
+  if (grace !== undefined) out.nodeMonitorGracePeriodMs = parseDuration(grace);
+  const threshold = values["terminated-pod-gc-threshold"];
+  if (threshold !== undefined) {
+    if (!/^\d+$/.test(threshold)) {
+      throw new ControllerManagerUsageError(
+        `--terminated-pod-gc-threshold must be a whole number, got ${JSON.stringify(threshold)}`,
+      );
+    }
+    out.terminatedPodGcThreshold = Number(threshold);
+  }
+  return out;
 }
 
 /** Splits a comma-separated list of controller names, checking each. */
@@ -119,6 +143,8 @@ async function run(argv: string[]): Promise<number> {
       "metrics-addr": { type: "string" },
       "health-addr": { type: "string" },
       "event-ttl": { type: "string" },
+      "node-monitor-grace-period": { type: "string" },
+      "terminated-pod-gc-threshold": { type: "string" },
       ...LOG_OPTIONS,
       help: { type: "boolean", short: "h" },
     },
@@ -132,6 +158,7 @@ async function run(argv: string[]): Promise<number> {
     [values["disable-controllers"], values.disable].filter(Boolean).join(","),
   );
   const ttlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : DEFAULT_EVENT_TTL_MS;
+  const nodeFlags = parseNodeFlags(values);
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
   const { logger } = createCliLogger(values);
   if (values.disable !== undefined) {
@@ -144,6 +171,8 @@ async function run(argv: string[]): Promise<number> {
     metricsAddr: values["metrics-addr"],
     healthAddr: values["health-addr"],
     eventTtl: { ttlMs },
+    nodeLifecycle: { nodeMonitorGracePeriodMs: nodeFlags.nodeMonitorGracePeriodMs },
+    podGc: { terminatedPodGcThreshold: nodeFlags.terminatedPodGcThreshold },
     logger,
   });
   const stop = new AbortController();

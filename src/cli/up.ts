@@ -25,7 +25,7 @@ import {
   type StorageOptions,
   startControlPlane,
 } from "../controlplane/index.ts";
-import { parseControllerList, parseDuration } from "./controller-manager.ts";
+import { parseControllerList, parseDuration, parseNodeFlags } from "./controller-manager.ts";
 import {
   createCliLogger,
   LOG_OPTIONS,
@@ -57,6 +57,10 @@ Flags:
                               this host's Node as processes; see setpoint agent --help)
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
   --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
+  --node-monitor-grace-period DURATION  how long a Node may go without renewing its Lease
+                              before it is marked Unknown (default 50s)
+  --terminated-pod-gc-threshold N  terminated Pods kept before the oldest are deleted
+                              (default 12500; 0: no limit)
 ${logUsage(30)}`;
 
 export function parseListen(s: string): { host: string; port: number } {
@@ -92,6 +96,8 @@ const UP_OPTIONS = {
   "no-agent": { type: "boolean", default: false },
   "disable-controllers": { type: "string" },
   "event-ttl": { type: "string" },
+  "node-monitor-grace-period": { type: "string" },
+  "terminated-pod-gc-threshold": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -158,9 +164,11 @@ export async function up(argv: string[]): Promise<number> {
   const { logger, format } = createCliLogger(values);
   let disabledControllers: string[];
   let eventTtlMs: number | undefined;
+  let nodeFlags: { nodeMonitorGracePeriodMs?: number; terminatedPodGcThreshold?: number };
   try {
     disabledControllers = parseControllerList(values["disable-controllers"]);
     eventTtlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : undefined;
+    nodeFlags = parseNodeFlags(values);
   } catch (e) {
     // A bad controller name or duration: report it as a usage error of `up`.
     throw new UsageError(e instanceof Error ? e.message : String(e));
@@ -209,6 +217,7 @@ export async function up(argv: string[]): Promise<number> {
             disabled: disabledControllers,
             leaderElection: true,
             ...(eventTtlMs ? { eventTtlMs } : {}),
+            ...nodeFlags,
           },
     });
   } catch (err) {

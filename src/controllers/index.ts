@@ -44,6 +44,12 @@ import {
   type NamespaceControllerOptions,
 } from "./namespace.ts";
 import {
+  NODE_LIFECYCLE_CONTROLLER,
+  NodeLifecycleController,
+  type NodeLifecycleOptions,
+} from "./nodelifecycle/index.ts";
+import { POD_GC_CONTROLLER, PodGarbageCollector, type PodGcOptions } from "./podgc/index.ts";
+import {
   REPLICASET_CONTROLLER,
   ReplicaSetController,
   type ReplicaSetControllerOptions,
@@ -84,6 +90,18 @@ export {
   type NamespaceControllerOptions,
 } from "./namespace.ts";
 export {
+  DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS,
+  NODE_LIFECYCLE_CONTROLLER,
+  NodeLifecycleController,
+  type NodeLifecycleOptions,
+} from "./nodelifecycle/index.ts";
+export {
+  DEFAULT_TERMINATED_POD_GC_THRESHOLD,
+  POD_GC_CONTROLLER,
+  PodGarbageCollector,
+  type PodGcOptions,
+} from "./podgc/index.ts";
+export {
   REPLICASET_CONTROLLER,
   ReplicaSetController,
   type ReplicaSetControllerOptions,
@@ -103,6 +121,8 @@ export interface BuiltinOptions {
   serviceAccount?: ServiceAccountControllerOptions;
   replicaSet?: ReplicaSetControllerOptions;
   deployment?: DeploymentControllerOptions;
+  nodeLifecycle?: NodeLifecycleOptions;
+  podGc?: PodGcOptions;
   logger?: Logger;
 }
 
@@ -116,6 +136,8 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
   [REPLICASET_CONTROLLER]: (o) => new ReplicaSetController(o.replicaSet),
   [DEPLOYMENT_CONTROLLER]: (o) => new DeploymentController(o.deployment),
+  [NODE_LIFECYCLE_CONTROLLER]: (o) => new NodeLifecycleController(o.nodeLifecycle),
+  [POD_GC_CONTROLLER]: (o) => new PodGarbageCollector(o.podGc),
 };
 
 /** Names of the built-in controllers. */

@@ -43,6 +43,10 @@ export interface ControllerOptions {
   leaderElection?: boolean;
   /** How long an Event lives after its latest occurrence. */
   eventTtlMs?: number;
+  /** How long a Node may go without renewing its Lease before it is Unknown. */
+  nodeMonitorGracePeriodMs?: number;
+  /** Terminated Pods kept before the oldest are deleted (0: no limit). */
+  terminatedPodGcThreshold?: number;
   /** Their logger (default: the control plane's, with component "controller-manager"). */
   logger?: Logger;
 }
@@ -205,6 +209,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         disabled: c.disabled ?? [],
         leaderElection: c.leaderElection ?? false,
         ...(c.eventTtlMs ? { eventTtl: { ttlMs: c.eventTtlMs } } : {}),
+        nodeLifecycle: { nodeMonitorGracePeriodMs: c.nodeMonitorGracePeriodMs },
+        podGc: { terminatedPodGcThreshold: c.terminatedPodGcThreshold },
         logger: c.logger ?? logger.child({ component: "controller-manager" }),
       });
       stops.push(() => manager.stop());

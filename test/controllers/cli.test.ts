@@ -83,7 +83,7 @@ describe("setpoint controller-manager", () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain('unknown controller "gc"');
       expect(r.stderr).toContain(
-        "garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment",
+        "garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector",
       );
     }
   });
@@ -126,7 +126,7 @@ describe("setpoint controller-manager", () => {
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
     const { proc, client } = await up([]);
     expect(proc.stdout()).toContain(
-      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment",
+      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector",
     );
     await controllersAct(client);
     const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
@@ -168,7 +168,7 @@ describe("setpoint controller-manager", () => {
       30_000,
     );
     expect(stdout).toContain(
-      "running garbage-collector, namespace, serviceaccount, replicaset, deployment against https://",
+      "running garbage-collector, namespace, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector against https://",
     );
     await eventually(
       async () => (await fetch(`http://${health}/readyz`)).status === 200,

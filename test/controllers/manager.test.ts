@@ -54,6 +54,8 @@ describe("controller manager", () => {
       "serviceaccount",
       "replicaset",
       "deployment",
+      "node-lifecycle",
+      "pod-garbage-collector",
     ]);
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
@@ -68,6 +70,8 @@ describe("controller manager", () => {
       "serviceaccount",
       "replicaset",
       "deployment",
+      "node-lifecycle",
+      "pod-garbage-collector",
     ]);
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);

@@ -1,0 +1,223 @@
+/**
+ * The node lifecycle controller (`node-lifecycle`):
+ *
+ * - node health: a Node whose Lease in kube-node-lease and whose Ready
+ *   condition's heartbeat have not moved for the grace period (Kubernetes'
+ *   --node-monitor-grace-period, 50 s) has every condition set to Unknown
+ *   (reason NodeStatusUnknown, "Kubelet stopped posting node status."; a
+ *   condition never posted: NodeStatusNeverUpdated). The clock is this
+ *   process's: the time it last saw the Lease or heartbeat change, so other
+ *   machines' clocks never matter;
+ * - taints from conditions: node.kubernetes.io/not-ready (Ready=False) and
+ *   node.kubernetes.io/unreachable (Ready=Unknown), NoSchedule and NoExecute
+ *   (with timeAdded), node.kubernetes.io/unschedulable:NoSchedule on a
+ *   cordoned Node; removed when the condition clears;
+ * - taint eviction: a Pod on a Node with NoExecute taints is deleted once its
+ *   matching toleration's tolerationSeconds have run out, at once when it does
+ *   not tolerate a taint; first its DisruptionTarget condition is set and a
+ *   TaintManagerEviction Event recorded ("Marking for deletion Pod ns/name").
+ */
+import type { KubeObject, Node, NodeCondition, Pod } from "@setpoint/api";
+import {
+  type EventRecorder,
+  type Informer,
+  isConflict,
+  isNotFound,
+  type Manager,
+  type ReconcileContext,
+  Recorder,
+  type Request,
+  type Result,
+} from "@setpoint/runtime";
+import type { BuiltinController } from "../builtin-controller.ts";
+import { evictionTime, readyCondition, reconcileTaints } from "./taints.ts";
+
+/** The controller's name (what `--disable` takes). */
+export const NODE_LIFECYCLE_CONTROLLER = "node-lifecycle";
+/** Kubernetes' --node-monitor-grace-period default. */
+export const DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS = 50_000;
+/** Where nodes renew their Leases. */
+export const NODE_LEASE_NAMESPACE = "kube-node-lease";
+/** The Events' source component for taint eviction, as Kubernetes names it. */
+export const TAINT_EVICTION_EVENT_SOURCE = "taint-eviction-controller";
+/** Concurrent Node and Pod reconciles. */
+export const DEFAULT_NODE_LIFECYCLE_WORKERS = 4;
+
+const NODE = { apiVersion: "v1", kind: "Node" } as const;
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+const LEASE = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" } as const;
+const NODE_NAME_INDEX = "spec.nodeName";
+const NODE_CONDITIONS = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"];
+
+export interface NodeLifecycleOptions {
+  /** How long a Node may go without a Lease renewal or heartbeat, in ms (default 50 s). */
+  nodeMonitorGracePeriodMs?: number;
+  workers?: number;
+}
+
+interface Lease extends KubeObject {
+  spec?: { renewTime?: string; holderIdentity?: string };
+}
+
+/** Kubernetes' timestamp form (seconds). */
+function stamp(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+/** The Node's conditions with the four kubelet ones Unknown (an unchanged list: undefined). */
+export function unknownConditions(node: Node, now: string): NodeCondition[] | undefined {
+  const conditions = (node.status?.conditions ?? []).map((c) => ({ ...c }));
+  let changed = false;
+  for (const type of NODE_CONDITIONS) {
+    const c = conditions.find((x) => x.type === type);
+    if (!c) {
+      conditions.push({
+        type,
+        status: "Unknown",
+        reason: "NodeStatusNeverUpdated",
+        message: "Kubelet never posted node status.",
+        lastHeartbeatTime: node.metadata.creationTimestamp,
+        lastTransitionTime: now,
+      });
+      changed = true;
+    } else if (c.status !== "Unknown") {
+      c.status = "Unknown";
+      c.reason = "NodeStatusUnknown";
+      c.message = "Kubelet stopped posting node status.";
+      c.lastTransitionTime = now;
+      changed = true;
+    }
+  }
+  return changed ? conditions : undefined;
+}
+
+interface Probe {
+  renewTime: string | undefined;
+  heartbeat: string | undefined;
+  /** When this process last saw either move (ms). */
+  at: number;
+}
+
+export class NodeLifecycleController implements BuiltinController {
+  readonly name = NODE_LIFECYCLE_CONTROLLER;
+  readonly gracePeriodMs: number;
+  private nodes!: Informer<Node>;
+  private leases!: Informer<Lease>;
+  private pods!: Informer<Pod>;
+  private recorder!: EventRecorder;
+  private readonly probes = new Map<string, Probe>();
+
+  constructor(private readonly opts: NodeLifecycleOptions = {}) {
+    this.gracePeriodMs = opts.nodeMonitorGracePeriodMs ?? DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS;
+    if (!(this.gracePeriodMs > 0))
+      throw new RangeError("the node monitor grace period must be positive");
+  }
+
+  setup(mgr: Manager): void {
+    this.recorder = new Recorder(mgr.client, {
+      component: TAINT_EVICTION_EVENT_SOURCE,
+      instance: mgr.identity,
+    });
+    this.nodes = mgr.cache.informerFor<Node>(NODE);
+    this.leases = mgr.cache.informerFor<Lease>(LEASE, { namespace: NODE_LEASE_NAMESPACE });
+    this.pods = mgr.cache.informerFor<Pod>(POD);
+    this.pods.addIndex(NODE_NAME_INDEX, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    const workers = this.opts.workers ?? DEFAULT_NODE_LIFECYCLE_WORKERS;
+    mgr
+      .controller(NODE_LIFECYCLE_CONTROLLER)
+      .for(NODE)
+      .watches<Lease>(LEASE, (l) => [{ name: l.metadata.name ?? "" }], {
+        scope: { namespace: NODE_LEASE_NAMESPACE },
+      })
+      .withOptions({ maxConcurrentReconciles: workers })
+      .complete((req, ctx) => this.reconcileNode(req, ctx));
+    mgr
+      .controller(`${NODE_LIFECYCLE_CONTROLLER}-taint-eviction`)
+      .for(POD)
+      .watches<Node>(NODE, (n) =>
+        this.pods
+          .byIndex(NODE_NAME_INDEX, n.metadata.name ?? "")
+          .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" })),
+      )
+      .withOptions({ maxConcurrentReconciles: workers })
+      .complete((req, ctx) => this.reconcilePod(req, ctx));
+  }
+
+  /** Notes when the Node's Lease or heartbeat last moved; returns that time. */
+  private probe(node: Node, now: number): number {
+    const name = node.metadata.name ?? "";
+    const renewTime = this.leases.get(name, NODE_LEASE_NAMESPACE)?.spec?.renewTime;
+    const heartbeat = readyCondition(node)?.lastHeartbeatTime;
+    const p = this.probes.get(name);
+    if (!p || p.renewTime !== renewTime || p.heartbeat !== heartbeat) {
+      this.probes.set(name, { renewTime, heartbeat, at: now });
+      return now;
+    }
+    return p.at;
+  }
+
+  private async reconcileNode(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    let node = this.nodes.get(req.name);
+    if (!node) {
+      this.probes.delete(req.name);
+      return undefined;
+    }
+    const now = Date.now();
+    const left = this.probe(node, now) + this.gracePeriodMs - now;
+    if (left <= 0) {
+      const conditions = unknownConditions(node, stamp(now));
+      if (conditions) {
+        node = await ctx.client.updateStatus<Node>({
+          ...structuredClone(node),
+          status: { ...structuredClone(node.status ?? {}), conditions },
+        });
+        ctx.log.info("node stopped posting status: conditions Unknown");
+      }
+    }
+    const taints = reconcileTaints(node, stamp(now));
+    if (taints) {
+      const copy = structuredClone(node);
+      await ctx.client.update<Node>({ ...copy, spec: { ...(copy.spec ?? {}), taints } });
+    }
+    return left > 0 ? { requeueAfter: left } : undefined;
+  }
+
+  private async reconcilePod(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    const pod = this.pods.get(req.name, req.namespace);
+    if (!pod?.spec?.nodeName || pod.metadata.deletionTimestamp) return undefined;
+    const node = this.nodes.get(pod.spec.nodeName);
+    if (!node) return undefined;
+    const now = Date.now();
+    const at = evictionTime(pod, node.spec?.taints ?? [], now);
+    if (at === undefined) return undefined;
+    if (at > now) return { requeueAfter: at - now };
+    const ns = pod.metadata.namespace ?? "";
+    const name = pod.metadata.name ?? "";
+    this.recorder.normal(pod, "TaintManagerEviction", `Marking for deletion Pod ${ns}/${name}`);
+    try {
+      await ctx.client.patch(
+        POD,
+        name,
+        ns,
+        {
+          status: {
+            conditions: [
+              {
+                type: "DisruptionTarget",
+                status: "True",
+                reason: "DeletionByTaintManager",
+                message: "Taint manager: deleting due to NoExecute taint",
+                lastTransitionTime: stamp(now),
+              },
+            ],
+          },
+        },
+        { type: "strategic", subresource: "status" },
+      );
+      await ctx.client.delete(POD, name, ns, { preconditions: { uid: pod.metadata.uid } });
+    } catch (e) {
+      if (!isNotFound(e) && !isConflict(e)) throw e;
+    }
+    return undefined;
+  }
+}
