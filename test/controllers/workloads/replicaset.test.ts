@@ -6,6 +6,7 @@
  * the slow-start batches, expectations and deletion order on their own.
  */
 import type { Pod, ReplicaSet } from "@setpoint/api";
+import { Informer } from "@setpoint/runtime";
 import { describe, expect, it } from "vitest";
 import {
   EXPECTATIONS_TTL_MS,
@@ -15,6 +16,7 @@ import {
 } from "../../../src/controllers/replicaset/index.ts";
 import { startTestEnv } from "../../../src/testenv/testenv.ts";
 import { freshNamespace } from "../../helpers/namespace.ts";
+import { sleep } from "../../helpers/poll.ts";
 import { startForFile } from "../../helpers/test-server.ts";
 import { EVENT, eventually, startControllers } from "../helpers.ts";
 import { startPodsReady } from "./pods-ready.ts";
@@ -97,6 +99,37 @@ describe("replicaset controller", () => {
       );
     } finally {
       await ready.stop();
+    }
+  });
+
+  it("creates each missing Pod once, however far behind its cache is (expectations)", async () => {
+    const ns = await freshNamespace(env.client);
+    const seen = new Set<string>();
+    const stop = new AbortController();
+    const pods = new Informer<Pod>(env.client, POD, { namespace: ns });
+    pods.addEventHandler({ onAdd: (p) => seen.add(p.metadata.name ?? "") });
+    pods.start(stop.signal);
+    try {
+      await env.client.create(replicaSet(ns, "many", 60));
+      await eventually(async () => {
+        const o = await env.client.get<ReplicaSet>(RS, "many", ns);
+        return o.status?.replicas === 60;
+      }, "60 replicas");
+      // Status updates and Pod events keep waking the ReplicaSet; none creates more.
+      await env.client.patch(
+        RS,
+        "many",
+        ns,
+        { metadata: { labels: { touched: "1" } } },
+        {
+          type: "merge",
+        },
+      );
+      await sleep(500);
+      expect(seen.size).toBe(60);
+      expect(await podsOf(ns, "many")).toHaveLength(60);
+    } finally {
+      stop.abort();
     }
   });
 
