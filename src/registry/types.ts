@@ -233,6 +233,14 @@ export interface CreateSubresource {
    * protobuf as that kind's objects are.
    */
   kind: ResourceDefinition;
+  /**
+   * Set when the create changes the parent object (Kubernetes' `pods/binding`):
+   * the parent to store, made from the decoded, validated body and a copy of the
+   * stored parent (called again when a concurrent write wins); throws a
+   * StatusError to refuse. The answer is then a 201 Success Status. Without it the
+   * apiserver must implement the subresource itself.
+   */
+  updateParent?(body: KubeObject, parent: KubeObject, now: Date): KubeObject;
 }
 
 /** Who sent a request, as a review type sees it. */

@@ -47,6 +47,7 @@ import { getResource } from "./get.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
 import { parseListOptions } from "./list-options.ts";
+import { createUpdatingParent } from "./parent-update.ts";
 import { patchResource } from "./patch.ts";
 import { Query, type RequestUrl, requestUrl } from "./request.ts";
 import { negotiateRenderer } from "./respond.ts";
@@ -411,7 +412,10 @@ async function serveResource(
     const extra = def.subresources?.find((s) => s.name === route.subresource);
     creates = extra ? undefined : def.createSubresources?.find((s) => s.name === route.subresource);
     if (extra) served = extra.verbs;
-    else if (creates && creators.has(creatorKey(def.group, def.names.plural, creates.name)))
+    else if (
+      creates &&
+      (creates.updateParent || creators.has(creatorKey(def.group, def.names.plural, creates.name)))
+    )
       served = CREATE_VERBS;
     else throw notFound();
   }
@@ -462,6 +466,7 @@ async function serveResource(
   }
 
   if (def.review) return createReview(scope, def.review);
+  if (creates?.updateParent) return createUpdatingParent(scope, creates);
   if (creates)
     return creators.get(creatorKey(def.group, def.names.plural, creates.name))!(scope, creates);
   if (scope.subresource === "scale") {

@@ -95,8 +95,11 @@ export async function decideUpdate(
     }
   } else {
     const extra = def.subresources?.find((s) => s.name === sub);
-    if (!extra) throw errors.notFound(ctx.subject);
-    next = extra.update(deepClone(candidate), current);
+    const creates = def.createSubresources?.find((s) => s.name === sub && s.updateParent);
+    if (extra) next = extra.update(deepClone(candidate), current);
+    // A create subresource that changes its parent made the candidate from it.
+    else if (creates) next = deepClone(candidate);
+    else throw errors.notFound(ctx.subject);
     keepSystemFields(next, current);
   }
   next.metadata.resourceVersion = current.metadata.resourceVersion;

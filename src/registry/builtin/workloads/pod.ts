@@ -7,6 +7,7 @@
 import { type KubeObject, nowTimestamp } from "@setpoint/api";
 import type { DeleteDecision } from "../../types.ts";
 import { field, fieldObject, fieldString } from "../build.ts";
+import { podBindingSubresource } from "./binding.ts";
 import { AGE_COLUMN, NONE } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { defaultNewPodSpec, defaultPodSpec, qosClass } from "./pod-defaults.ts";
@@ -154,6 +155,7 @@ export const podDefinition = workloadDefinition({
   namespaced: true,
   status: true,
   generation: false,
+  createSubresources: [podBindingSubresource],
   columns: [
     {
       name: "Ready",
