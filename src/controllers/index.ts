@@ -10,7 +10,12 @@
  * - `serviceaccount`: gives every namespace a `default` ServiceAccount
  *   (./service-accounts.ts);
  * - `replicaset`: keeps a ReplicaSet's Pods at its replicas (./replicaset/);
- * - `deployment`: rolls Deployments out through ReplicaSets (./deployment/).
+ * - `deployment`: rolls Deployments out through ReplicaSets (./deployment/);
+ * - `node-lifecycle`: marks Nodes whose heartbeats stop Unknown, taints them
+ *   and evicts their Pods (./nodelifecycle/);
+ * - `pod-garbage-collector`: deletes terminated and orphaned Pods (./podgc/);
+ * - `endpoint`, `endpointslice`: Endpoints and EndpointSlices of Services from
+ *   their Pods (./endpoints/).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -32,6 +37,14 @@ import {
   DeploymentController,
   type DeploymentControllerOptions,
 } from "./deployment/index.ts";
+import {
+  ENDPOINT_CONTROLLER,
+  ENDPOINTSLICE_CONTROLLER,
+  EndpointController,
+  type EndpointControllerOptions,
+  EndpointSliceController,
+  type EndpointSliceControllerOptions,
+} from "./endpoints/index.ts";
 import { EVENT_TTL_CONTROLLER, EventTtlController, type EventTtlOptions } from "./event-ttl.ts";
 import {
   GARBAGE_COLLECTOR,
@@ -72,6 +85,15 @@ export {
   DeploymentController,
   type DeploymentControllerOptions,
 } from "./deployment/index.ts";
+export {
+  DEFAULT_MAX_ENDPOINTS_PER_SLICE,
+  ENDPOINT_CONTROLLER,
+  ENDPOINTSLICE_CONTROLLER,
+  EndpointController,
+  type EndpointControllerOptions,
+  EndpointSliceController,
+  type EndpointSliceControllerOptions,
+} from "./endpoints/index.ts";
 export {
   DEFAULT_EVENT_TTL_MS,
   EVENT_TTL_CONTROLLER,
@@ -123,6 +145,8 @@ export interface BuiltinOptions {
   deployment?: DeploymentControllerOptions;
   nodeLifecycle?: NodeLifecycleOptions;
   podGc?: PodGcOptions;
+  endpoint?: EndpointControllerOptions;
+  endpointSlice?: EndpointSliceControllerOptions;
   logger?: Logger;
 }
 
@@ -138,6 +162,8 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [DEPLOYMENT_CONTROLLER]: (o) => new DeploymentController(o.deployment),
   [NODE_LIFECYCLE_CONTROLLER]: (o) => new NodeLifecycleController(o.nodeLifecycle),
   [POD_GC_CONTROLLER]: (o) => new PodGarbageCollector(o.podGc),
+  [ENDPOINT_CONTROLLER]: (o) => new EndpointController(o.endpoint),
+  [ENDPOINTSLICE_CONTROLLER]: (o) => new EndpointSliceController(o.endpointSlice),
 };
 
 /** Names of the built-in controllers. */

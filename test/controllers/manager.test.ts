@@ -56,6 +56,8 @@ describe("controller manager", () => {
       "deployment",
       "node-lifecycle",
       "pod-garbage-collector",
+      "endpoint",
+      "endpointslice",
     ]);
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
@@ -72,6 +74,8 @@ describe("controller manager", () => {
       "deployment",
       "node-lifecycle",
       "pod-garbage-collector",
+      "endpoint",
+      "endpointslice",
     ]);
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
