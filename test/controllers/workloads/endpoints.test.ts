@@ -6,7 +6,7 @@
  * Services, slices of at most N endpoints, labels and the trigger-time
  * annotation, no writes when nothing changed, and cleanup when the Service goes.
  */
-import type { EndpointSlice, Endpoints, KubeObject, Pod } from "@setpoint/api";
+import type { EndpointSlice, Endpoints, KubeObject } from "@setpoint/api";
 import { Informer } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
