@@ -107,6 +107,8 @@ export class Agent {
   private readonly written = new Map<string, string>();
   private readonly finishing = new Map<string, Promise<void>>();
   private statusTimer: NodeJS.Timeout | undefined;
+  private flushing = false;
+  private flushAgain = false;
   private housekeeping: NodeJS.Timeout | undefined;
   private nodeTimer: NodeJS.Timeout | undefined;
   private server: Server | undefined;
@@ -421,6 +423,24 @@ export class Agent {
   }
 
   private async flushStatus(): Promise<void> {
+    // One flush at a time: two writes of one Pod's status in flight could land out of order.
+    if (this.flushing) {
+      this.flushAgain = true;
+      return;
+    }
+    this.flushing = true;
+    try {
+      await this.flushOnce();
+    } finally {
+      this.flushing = false;
+      if (this.flushAgain || this.dirty.size) {
+        this.flushAgain = false;
+        this.scheduleStatus(0);
+      }
+    }
+  }
+
+  private async flushOnce(): Promise<void> {
     const uids = [...this.dirty];
     this.dirty.clear();
     let failed = false;
@@ -435,7 +455,9 @@ export class Agent {
         }
       }
     }
-    if (failed) this.scheduleStatus(WRITE_RETRY_MS);
+    if (failed) {
+      await new Promise((r) => setTimeout(r, WRITE_RETRY_MS));
+    }
   }
 
   /** Writes a Pod's status when it differs from the server's; false when the write failed. */
