@@ -168,7 +168,7 @@ describe("setpoint controller-manager", () => {
       30_000,
     );
     expect(stdout).toContain(
-      "running garbage-collector, namespace, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector against https://",
+      "running garbage-collector, namespace, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector, endpoint, endpointslice against https://",
     );
     await eventually(
       async () => (await fetch(`http://${health}/readyz`)).status === 200,
