@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Dev-time generator of src/registry/builtin/generated/workload-types.json, the
- * field facts of the workload kinds (Pod, Node, Service, Deployment, Job, ...).
+ * field facts of the built-in kinds made from Kubernetes' Go types: the workload
+ * kinds (Pod, Node, Service, Deployment, Job, ...) and RBAC's roles and bindings.
  *
  *   node scripts/gen-builtin-schemas.mjs <clone of kubernetes/api> [git ref]
  *
@@ -32,6 +33,7 @@ const PACKAGES = {
   "discovery/v1": "io.k8s.api.discovery.v1",
   "networking/v1": "io.k8s.api.networking.v1",
   "policy/v1": "io.k8s.api.policy.v1",
+  "rbac/v1": "io.k8s.api.rbac.v1",
 };
 
 /** The roots: every struct reachable from these is written. */
@@ -51,6 +53,10 @@ const ROOTS = [
   "networking/v1.IngressClass",
   "policy/v1.PodDisruptionBudget",
   "policy/v1.Eviction",
+  "rbac/v1.Role",
+  "rbac/v1.ClusterRole",
+  "rbac/v1.RoleBinding",
+  "rbac/v1.ClusterRoleBinding",
 ];
 
 /** Types from other modules, by import path and name. */

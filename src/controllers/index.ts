@@ -15,7 +15,9 @@
  *   and evicts their Pods (./nodelifecycle/);
  * - `pod-garbage-collector`: deletes terminated and orphaned Pods (./podgc/);
  * - `endpoint`, `endpointslice`: Endpoints and EndpointSlices of Services from
- *   their Pods (./endpoints/).
+ *   their Pods (./endpoints/);
+ * - `clusterrole-aggregation`: fills aggregated ClusterRoles with the rules of
+ *   the roles they select (./clusterrole-aggregation.ts).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -31,6 +33,10 @@
  */
 import type { Logger } from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin-controller.ts";
+import {
+  CLUSTER_ROLE_AGGREGATION_CONTROLLER,
+  ClusterRoleAggregationController,
+} from "./clusterrole-aggregation.ts";
 import { ControllerManager, type ControllerManagerOptions } from "./controller-manager.ts";
 import {
   DEPLOYMENT_CONTROLLER,
@@ -74,6 +80,11 @@ import {
 } from "./service-accounts.ts";
 
 export type { BuiltinController } from "./builtin-controller.ts";
+export {
+  aggregatedRules,
+  CLUSTER_ROLE_AGGREGATION_CONTROLLER,
+  ClusterRoleAggregationController,
+} from "./clusterrole-aggregation.ts";
 export {
   CONTROLLER_MANAGER_LEASE,
   CONTROLLER_MANAGER_LEASE_NAMESPACE,
@@ -164,6 +175,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [POD_GC_CONTROLLER]: (o) => new PodGarbageCollector(o.podGc),
   [ENDPOINT_CONTROLLER]: (o) => new EndpointController(o.endpoint),
   [ENDPOINTSLICE_CONTROLLER]: (o) => new EndpointSliceController(o.endpointSlice),
+  [CLUSTER_ROLE_AGGREGATION_CONTROLLER]: () => new ClusterRoleAggregationController(),
 };
 
 /** Names of the built-in controllers. */

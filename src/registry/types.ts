@@ -3,7 +3,9 @@
  * and custom resources (from CustomResourceDefinitions) are both turned into a
  * ResourceDefinition and served through the same code path.
  */
+
 import type { KubeObject, NameRule, Schema, StatusCause } from "@setpoint/api";
+import type { AccessAttributes, PolicyRule, RoleRef } from "./builtin/rbac/rules.ts";
 
 export interface ResourceNames {
   /** Lower-case plural used in URLs: "configmaps". */
@@ -157,6 +159,16 @@ export interface Strategy {
    * so a cache of read objects knows to read again when it changes.
    */
   onRead?(obj: KubeObject): void;
+  /**
+   * A check of the caller's right to write this object beyond the verb (RBAC's
+   * escalation rule): the reason the write is forbidden, or undefined.
+   */
+  authorizeWrite?(
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    requester: Requester,
+    authorizer: Authorizer,
+  ): string | undefined;
   /** Extra validation beyond the schema; `old` is set on update. */
   validate?(obj: KubeObject, old: KubeObject | undefined): StatusCause[];
   /**
@@ -290,7 +302,21 @@ export interface ResourceDefinition {
    * Set on a review type (SelfSubjectAccessReview...): create-only, never stored; a
    * create answers 201 with `review(body, requester, now)`, the body validated first.
    */
-  review?: (obj: KubeObject, requester: Requester, now: Date) => KubeObject;
+  review?: (obj: KubeObject, requester: Requester, now: Date, authorizer: Authorizer) => KubeObject;
+}
+
+/**
+ * The apiserver's authorizer (RBAC), as the definitions that answer or guard
+ * access see it: access reviews ask it, role and binding writes check against it
+ * that nobody grants what they do not hold.
+ */
+export interface Authorizer {
+  /** Whether `user` may do `attrs`; `reason` says which binding allowed it. */
+  authorize(user: Requester, attrs: AccessAttributes): { allowed: boolean; reason: string };
+  /** Every rule that applies to `user` in `namespace` (cluster-wide ones included). */
+  rulesFor(user: Requester, namespace: string): PolicyRule[];
+  /** The rules of the role a binding in `namespace` refers to; undefined when absent. */
+  roleRules(namespace: string, ref: RoleRef): PolicyRule[] | undefined;
 }
 
 /** Whether a definition's objects are typed structs (see ResourceDefinition.typed). */

@@ -142,13 +142,23 @@ describe("TokenRequest", () => {
       uid,
       groups: ["system:serviceaccounts", `system:serviceaccounts:${NS}`, "system:authenticated"],
     });
-    // It may do what any authenticated caller may.
-    const cm = await call(
+    // RBAC: it may write ConfigMaps once bound to `edit` in its namespace.
+    const configMap = { metadata: { name: "from-deployer" }, data: { a: "1" } };
+    const before = await call("POST", `/api/v1/namespaces/${NS}/configmaps`, configMap, { token });
+    expect(before.code, JSON.stringify(before.body)).toBe(403);
+    const binding = await call(
       "POST",
-      `/api/v1/namespaces/${NS}/configmaps`,
-      { metadata: { name: "from-deployer" }, data: { a: "1" } },
-      { token },
+      `/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "deployer-edit" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" },
+        subjects: [{ kind: "ServiceAccount", name: "deployer", namespace: NS }],
+      },
     );
+    expect(binding.code, JSON.stringify(binding.body)).toBe(201);
+    const cm = await call("POST", `/api/v1/namespaces/${NS}/configmaps`, configMap, { token });
     expect(cm.code, JSON.stringify(cm.body)).toBe(201);
 
     expect((await call("DELETE", `${SA_PATH}/deployer`)).code).toBe(200);

@@ -74,10 +74,11 @@ const APISERVER_FOLDERS: Record<string, readonly string[]> = {
   wire: [],
   streaming: [],
   watchcache: ["wire"],
+  authz: ["watchcache"],
   store: ["wire", "watchcache"],
   discovery: ["wire"],
   crd: ["wire", "watchcache", "store"],
-  endpoints: ["tokens", "wire", "streaming", "watchcache", "store", "discovery"],
+  endpoints: ["tokens", "wire", "streaming", "watchcache", "store", "discovery", "authz"],
   metrics: ["endpoints", "store"],
   server: ["tokens", "wire", "store", "discovery", "crd", "endpoints", "metrics"],
 };

@@ -4,6 +4,7 @@
  * `setpoint up --no-controllers` beside `setpoint controller-manager` runs them
  * in a process of their own; bad flags are refused.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -13,9 +14,8 @@ import type { KubeObject } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-
 import { parseDuration } from "../../src/cli/controller-manager.ts";
-import { CONTROLLER_MANAGER_LEASE } from "../../src/controllers/index.ts";
+import { BUILTIN_CONTROLLER_NAMES, CONTROLLER_MANAGER_LEASE } from "../../src/controllers/index.ts";
 import {
   runSetpoint,
   SETPOINT_BIN,
@@ -82,9 +82,7 @@ describe("setpoint controller-manager", () => {
     for (const r of results) {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain('unknown controller "gc"');
-      expect(r.stderr).toContain(
-        "garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector",
-      );
+      expect(r.stderr).toContain(BUILTIN_CONTROLLER_NAMES.join(", "));
     }
   });
 
@@ -125,9 +123,7 @@ describe("setpoint controller-manager", () => {
 
   it("runs in `setpoint up` by default, holding the controller managers' Lease", async () => {
     const { proc, client } = await up([]);
-    expect(proc.stdout()).toContain(
-      "Built-in controllers: garbage-collector, namespace, event-ttl, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector",
-    );
+    expect(proc.stdout()).toContain(`Built-in controllers: ${BUILTIN_CONTROLLER_NAMES.join(", ")}`);
     await controllersAct(client);
     const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
     expect((lease.spec as { holderIdentity?: string }).holderIdentity).toBeTruthy();
@@ -168,7 +164,7 @@ describe("setpoint controller-manager", () => {
       30_000,
     );
     expect(stdout).toContain(
-      "running garbage-collector, namespace, serviceaccount, replicaset, deployment, node-lifecycle, pod-garbage-collector, endpoint, endpointslice against https://",
+      `running ${BUILTIN_CONTROLLER_NAMES.filter((n) => n !== "event-ttl").join(", ")} against https://`,
     );
     await eventually(
       async () => (await fetch(`http://${health}/readyz`)).status === 200,

@@ -47,7 +47,7 @@ async function remaining(ns: string): Promise<number> {
 
 describe("controller manager", () => {
   it("names its controllers and refuses unknown names", () => {
-    expect(BUILTIN_CONTROLLER_NAMES).toEqual([
+    expect(BUILTIN_CONTROLLER_NAMES.slice(0, 10)).toEqual([
       "garbage-collector",
       "namespace",
       "event-ttl",
@@ -59,6 +59,7 @@ describe("controller manager", () => {
       "endpoint",
       "endpointslice",
     ]);
+    expect(BUILTIN_CONTROLLER_NAMES).toContain("clusterrole-aggregation");
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
     );
@@ -66,17 +67,7 @@ describe("controller manager", () => {
 
   it("runs without a controller switched off by name", async () => {
     const m = await start({ disabled: ["garbage-collector"] });
-    expect(m.names).toEqual([
-      "namespace",
-      "event-ttl",
-      "serviceaccount",
-      "replicaset",
-      "deployment",
-      "node-lifecycle",
-      "pod-garbage-collector",
-      "endpoint",
-      "endpointslice",
-    ]);
+    expect(m.names).toEqual(BUILTIN_CONTROLLER_NAMES.filter((n) => n !== "garbage-collector"));
     const ns = await freshNamespace(env.client);
     await ownerWithDependents(ns, 2);
     await env.client.delete(CM, "owner", ns);

@@ -144,6 +144,15 @@ describe("setpoint up on SQLite", () => {
         uid: "u-1",
         groups: ["platform", "ops", "system:authenticated"],
       });
+      // RBAC: the group ops gets `edit` in default, then alice may write there.
+      await k.ok(["apply", "-f", "-"], {
+        input: `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ops-edit, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: ops}]
+`,
+      });
       expect(await alice.ok(["create", "cm", "from-alice", "--from-literal=a=b"])).toBe(
         "configmap/from-alice created\n",
       );
@@ -235,9 +244,14 @@ describe("setpoint up on SQLite", () => {
       expect(after.data).toEqual({ answer: "42" });
       // The token is still good: the key was kept.
       const asKeeper: Target = { ...again.target, token: saToken };
+      // (Accepted: it is the ServiceAccount; RBAC then decides what it may do.)
       await until(
         async () =>
-          (await request(asKeeper, "GET", "/api/v1/namespaces/default/configmaps")).code === 200,
+          (
+            await request(asKeeper, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
+              body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+            })
+          ).code === 201,
         "the ServiceAccount token to be accepted after the restart",
       );
       // The system namespaces are there once, and kubectl works with the rewritten kubeconfig.

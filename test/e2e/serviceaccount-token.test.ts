@@ -1,7 +1,8 @@
 /**
  * `kubectl create token` against the server (protobuf TokenRequest, over https
  * with token authentication), then kubectl using that token: it is the
- * ServiceAccount (`auth whoami`), may create a ConfigMap, and is refused (401)
+ * ServiceAccount (`auth whoami`), may create a ConfigMap once RBAC grants it
+ * `edit` in its namespace (403 before), and is refused (401)
  * once the ServiceAccount is deleted.
  */
 import { join } from "node:path";
@@ -67,6 +68,26 @@ describe("kubectl create token", () => {
       username: "system:serviceaccount:ci:bot",
       uid,
       groups: ["system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated"],
+    });
+    // RBAC: nothing until granted; `edit` in its namespace lets it write ConfigMaps.
+    const forbidden = await asBot.fails([
+      "create",
+      "configmap",
+      "made-by-bot",
+      "-n",
+      "ci",
+      "--from-literal=a=1",
+    ]);
+    expect(forbidden.stderr).toContain(
+      'User "system:serviceaccount:ci:bot" cannot create resource "configmaps" in API group "" in the namespace "ci"',
+    );
+    await admin.ok(["apply", "-f", "-"], {
+      input: `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bot-edit, namespace: ci}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{kind: ServiceAccount, name: bot, namespace: ci}]
+`,
     });
     await asBot.ok(["create", "configmap", "made-by-bot", "-n", "ci", "--from-literal=a=1"]);
     expect(

@@ -4,10 +4,12 @@
  * on every registered type — with Kubernetes' semantics, on top of a Store. The
  * HTTP(S) server, authentication and the public endpoints live in server.ts.
  */
+
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { errors, failure, type StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
+import { type AccessAttributes, MASTERS } from "../../registry/builtin/rbac/index.ts";
 import type { Registry } from "../../registry/registry.ts";
 import {
   type CreateSubresource,
@@ -16,6 +18,7 @@ import {
   storageVersion,
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
+import { forbidden, RbacAuthorizer } from "../authz/index.ts";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -156,6 +159,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   ]);
   const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
   const ctx: ApiContext = {
+    authorizer: new RbacAuthorizer(opts.registry, caches),
     store: opts.store,
     registry: opts.registry,
     limits,
@@ -266,6 +270,7 @@ async function dispatch(
     await serveResource(ctx, creators, route, req, res, user, url, warnings);
     return;
   }
+  await authorize(ctx, user, { verb: method.toLowerCase(), path: url.pathname });
   if (method !== "GET") throw methodNotAllowed();
   const reg = ctx.registry;
   const accept = req.headers.accept;
@@ -346,6 +351,13 @@ async function dispatch(
   }
 }
 
+/** 403 unless the caller may do what the request asks (RBAC; system:masters may do anything). */
+async function authorize(ctx: ApiContext, user: UserInfo, attrs: AccessAttributes): Promise<void> {
+  if (user.groups.includes(MASTERS)) return;
+  await ctx.authorizer.ready();
+  if (!ctx.authorizer.authorize(user, attrs).allowed) throw forbidden(user.name, attrs);
+}
+
 type Verb =
   | "get"
   | "list"
@@ -393,13 +405,25 @@ async function serveResource(
   url: RequestUrl,
   warnings: string[],
 ): Promise<void> {
+  const query = new Query(url.searchParams);
+  const watchParam = query.bool("watch") === true;
+  const verb = verbOf(req.method ?? "GET", route, watchParam);
+  if (verb) {
+    await authorize(ctx, user, {
+      verb,
+      resource: {
+        group: route.group,
+        resource: route.plural,
+        ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
+        ...(route.name !== undefined ? { name: route.name } : {}),
+        ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
+      },
+    });
+  }
   const found = ctx.registry.lookup(route.group, route.version, route.plural);
   if (!found) throw notFound();
   const { def, version } = found;
   if (!def.namespaced && route.namespace !== undefined) throw notFound();
-  const query = new Query(url.searchParams);
-  const watchParam = query.bool("watch") === true;
-  const verb = verbOf(req.method ?? "GET", route, watchParam);
   if (!verb) throw methodNotAllowed();
 
   // Which verbs the addressed (sub)resource serves.

@@ -4,8 +4,8 @@
  * answered with 201 and the review's result. Nothing is stored, nothing is
  * watched; dryRun changes nothing since nothing would be written anyway.
  */
-import type { KubeObject } from "@setpoint/api";
 import { errors } from "@setpoint/api";
+import type { ResourceDefinition } from "../../registry/types.ts";
 import type { RequestScope } from "./context.ts";
 import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
@@ -13,7 +13,7 @@ import { respondObject } from "./respond.ts";
 /** Handles POST on a review type's collection. */
 export async function createReview(
   scope: RequestScope,
-  review: (obj: KubeObject, requester: RequestScope["user"], now: Date) => KubeObject,
+  review: NonNullable<ResourceDefinition["review"]>,
 ): Promise<void> {
   const mode = parseFieldValidation(scope, "CreateOptions");
   parseDryRun(scope, "CreateOptions");
@@ -22,5 +22,5 @@ export async function createReview(
   if (causes.length > 0) {
     throw errors.invalid(scope.def.names.kind, body.metadata.name ?? "", causes, scope.def.group);
   }
-  respondObject(scope, 201, review(body, scope.user, new Date()));
+  respondObject(scope, 201, review(body, scope.user, new Date(), scope.ctx.authorizer));
 }

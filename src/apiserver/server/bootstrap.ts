@@ -1,10 +1,21 @@
 /**
  * What a fresh control plane must hold before anyone uses it: the system
- * namespaces. Created through the server's own HTTP API (no backdoor into
- * storage), so every rule that applies to a user's write applies here too.
+ * namespaces, created through the server's own HTTP API, and RBAC's bootstrap
+ * roles and bindings, created through the resource store before the server
+ * listens (no backdoor into storage either way: every rule that applies to a
+ * user's write applies here too).
  */
 import http from "node:http";
 import https from "node:https";
+import { type KubeObject, StatusError } from "@setpoint/api";
+import {
+  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+  BOOTSTRAP_CLUSTER_ROLES,
+  RBAC_GROUP,
+} from "../../registry/builtin/rbac/index.ts";
+import type { Registry } from "../../registry/registry.ts";
+import type { ResourceDefinition } from "../../registry/types.ts";
+import type { ResourceStore } from "../store/index.ts";
 
 /** Namespaces every control plane has, as in Kubernetes. */
 export const SYSTEM_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -64,3 +75,32 @@ export async function ensureSystemNamespaces(target: LoopbackTarget): Promise<vo
     }
   }
 }
+
+/**
+ * Creates the bootstrap ClusterRoles and ClusterRoleBindings that are missing
+ * (ones already there are left as they are, also when a person changed them).
+ */
+export async function ensureBootstrapPolicy(
+  registry: Registry,
+  storeFor: (def: ResourceDefinition) => ResourceStore,
+): Promise<void> {
+  const sets: [string, readonly KubeObject[]][] = [
+    ["clusterroles", BOOTSTRAP_CLUSTER_ROLES],
+    ["clusterrolebindings", BOOTSTRAP_CLUSTER_ROLE_BINDINGS],
+  ];
+  for (const [plural, objects] of sets) {
+    const def = registry.get(RBAC_GROUP, plural);
+    if (!def) continue;
+    const store = storeFor(def);
+    for (const obj of objects) {
+      try {
+        await store.create(structuredClone(obj), { dryRun: false, manager: BOOTSTRAP_MANAGER });
+      } catch (err) {
+        if (!(err instanceof StatusError && err.code === 409)) throw err;
+      }
+    }
+  }
+}
+
+/** The field manager of the bootstrap objects. */
+export const BOOTSTRAP_MANAGER = "setpoint-apiserver";

@@ -33,6 +33,7 @@ import {
   TokenAuthenticator,
   type UserInfo,
 } from "./auth.ts";
+import { ensureBootstrapPolicy } from "./bootstrap.ts";
 import type { TlsMaterial } from "./certs.ts";
 import {
   applyConnectionLimits,
@@ -189,6 +190,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   // The custom resources that stored CRDs define, served before the server listens.
   const crdStores = (name?: string) => api.systemStore(customResourceDefinitions, undefined, name);
   await restoreCustomResources(crdStores, registry, logger);
+  await ensureBootstrapPolicy(registry, (def) => api.systemStore(def));
 
   // Health checks, named as kube-apiserver names its own (health.ts serves them).
   const ping: HealthCheck = { name: "ping", check: () => {} };

@@ -19,6 +19,7 @@ import {
 import { applyDefaults as applySchemaDefaults } from "../../registry/defaulting.ts";
 import { objectLimitsCause } from "../../registry/object-limits.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
+import type { StoreContext } from "./scope.ts";
 
 /** The rule names of a type follow: its strategy's, else DNS subdomains. */
 export function nameRule(def: ResourceDefinition): NameRule {
@@ -175,6 +176,27 @@ export function validateUpdate(next: KubeObject, old: KubeObject, def: ResourceD
     ...(def.strategy.validate?.(next, old) ?? []),
   ];
   if (causes.length > 0) throw invalid(def, next, causes);
+}
+
+/**
+ * 403 when the type's strategy forbids this caller the write beyond its verb
+ * (a role granting rules its writer does not hold).
+ */
+export function authorizeWrite(
+  ctx: StoreContext,
+  obj: KubeObject,
+  old: KubeObject | undefined,
+): void {
+  const check = ctx.def.strategy.authorizeWrite;
+  const authorizer = ctx.services.authorizer;
+  if (!check || !authorizer) return;
+  const reason = check(obj, old, ctx.scope.user, authorizer);
+  if (reason) {
+    throw errors.forbidden(
+      { group: ctx.def.group, resource: ctx.def.names.plural, name: obj.metadata.name ?? "" },
+      reason,
+    );
+  }
 }
 
 /**

@@ -7,7 +7,13 @@
 import type { KubeObject } from "@setpoint/api";
 import { canonicalizeObject } from "../wire/canonical.ts";
 import { recordUpdate } from "./field-manager.ts";
-import { applyDefaults, checkLimits, prepareCreate, validateCreate } from "./lifecycle.ts";
+import {
+  applyDefaults,
+  authorizeWrite,
+  checkLimits,
+  prepareCreate,
+  validateCreate,
+} from "./lifecycle.ts";
 import type { StoreContext } from "./scope.ts";
 
 /**
@@ -43,5 +49,6 @@ export async function prepareNewObject(
   applyDefaults(obj, def, version);
   canonicalizeObject(obj, def, version);
   validateCreate(obj, def);
+  authorizeWrite(ctx, obj, undefined);
   return obj;
 }

@@ -4,7 +4,7 @@
  * scope of one call (type, version, namespace, name, subresource, caller).
  */
 import type { ErrorSubject } from "@setpoint/api";
-import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
+import type { Authorizer, ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import type { DecodedObjects } from "./decoded-objects.ts";
@@ -38,6 +38,8 @@ export interface StoreServices {
   decoded: DecodedObjects;
   namespaces: NamespaceLifecycle;
   limits: StoreLimits;
+  /** Checks writes that need more than their verb (RBAC's escalation rule); none: unchecked. */
+  authorizer?: Authorizer;
 }
 
 /** What one call is about. */

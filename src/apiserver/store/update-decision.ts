@@ -11,6 +11,7 @@ import { canonicalizeObject } from "../wire/canonical.ts";
 import { recordUpdate } from "./field-manager.ts";
 import {
   applyDefaults,
+  authorizeWrite,
   bumpGeneration,
   checkLimits,
   prepareUpdate,
@@ -120,6 +121,7 @@ export async function decideUpdate(
   // likewise accepts what an update leaves as it was).
   if (!removing && sameObject(next, current)) return { action: "noop", obj: current };
   validateUpdate(next, current, def);
+  authorizeWrite(ctx, next, current);
   if (removing) return { action: "delete", obj: next };
   return { action: "update", obj: next };
 }

@@ -6,6 +6,12 @@ import { eventsV1EventDefinition } from "./events-event.ts";
 import { leaseDefinition } from "./lease.ts";
 import { namespaceDefinition } from "./namespace.ts";
 import {
+  clusterRoleBindingDefinition,
+  clusterRoleDefinition,
+  roleBindingDefinition,
+  roleDefinition,
+} from "./rbac/index.ts";
+import {
   selfSubjectAccessReviewDefinition,
   selfSubjectReviewDefinition,
   selfSubjectRulesReviewDefinition,
@@ -34,6 +40,7 @@ export { coreEventDefinition } from "./core-event.ts";
 export { eventsV1EventDefinition } from "./events-event.ts";
 export { leaseDefinition } from "./lease.ts";
 export { namespaceDefinition } from "./namespace.ts";
+export * from "./rbac/index.ts";
 export {
   selfSubjectAccessReviewDefinition,
   selfSubjectReviewDefinition,
@@ -70,6 +77,10 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     ingressDefinition,
     ingressClassDefinition,
     podDisruptionBudgetDefinition,
+    clusterRoleBindingDefinition,
+    clusterRoleDefinition,
+    roleBindingDefinition,
+    roleDefinition,
     leaseDefinition,
     eventsV1EventDefinition,
     selfSubjectReviewDefinition,
@@ -88,6 +99,7 @@ export const BUILTIN_GROUP_ORDER: readonly string[] = [
   "batch",
   "networking.k8s.io",
   "policy",
+  "rbac.authorization.k8s.io",
   "coordination.k8s.io",
   "discovery.k8s.io",
 ];

@@ -5,8 +5,8 @@
  * authorization.k8s.io/v1 SelfSubjectAccessReview (`--list`: a
  * SelfSubjectRulesReview).
  *
- * Setpoint authenticates callers but has no authorization layer: every
- * authenticated caller may do everything, and the access reviews say so.
+ * The access reviews ask the apiserver's authorizer (RBAC), so they answer what
+ * the caller's requests would get.
  */
 
 import type { Schema, StatusCause } from "@setpoint/api";
@@ -16,6 +16,7 @@ import type { Requester, ResourceDefinition } from "../types.ts";
 import { array, bool, fieldObject, object, str } from "./build.ts";
 import { invalid, required } from "./causes.ts";
 import { kindSchema } from "./meta-schemas.ts";
+import type { AccessAttributes } from "./rbac/rules.ts";
 
 /** Definition-name prefixes of the two groups. */
 export const AUTHENTICATION_V1 = "io.k8s.api.authentication.v1";
@@ -23,10 +24,6 @@ export const AUTHORIZATION_V1 = "io.k8s.api.authorization.v1";
 
 /** The group every authenticated caller belongs to (as in Kubernetes). */
 export const AUTHENTICATED_GROUP = "system:authenticated";
-
-/** Why every access review is allowed. */
-export const ALLOW_ALL_REASON =
-  "Setpoint has no authorization layer: every authenticated user may do everything";
 
 const strings = (description: string): Schema =>
   array(str(""), description, { listType: "atomic" });
@@ -320,7 +317,13 @@ export const selfSubjectAccessReviewDefinition = reviewDefinition(
   "SelfSubjectAccessReview",
   selfSubjectAccessReviewSchema,
   "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
-  (obj, _requester, now) => answer(obj, now, { allowed: true, reason: ALLOW_ALL_REASON }),
+  (obj, requester, now, authorizer) => {
+    const decision = authorizer.authorize(requester, accessAttributes(obj));
+    return answer(obj, now, {
+      allowed: decision.allowed,
+      ...(decision.reason ? { reason: decision.reason } : {}),
+    });
+  },
   validateAccessReview,
 );
 
@@ -330,10 +333,40 @@ export const selfSubjectRulesReviewDefinition = reviewDefinition(
   "SelfSubjectRulesReview",
   selfSubjectRulesReviewSchema,
   "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
-  (obj, _requester, now) =>
-    answer(obj, now, {
-      resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"] }],
-      nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
-      incomplete: false,
-    }),
+  (obj, requester, now, authorizer) => {
+    const namespace = String(fieldObject(obj, "spec")?.namespace ?? "");
+    const rules = authorizer.rulesFor(requester, namespace);
+    const resourceRules = rules
+      .filter((r) => !r.nonResourceURLs?.length)
+      .map((r) => ({
+        verbs: r.verbs,
+        ...(r.apiGroups ? { apiGroups: r.apiGroups } : {}),
+        ...(r.resources ? { resources: r.resources } : {}),
+        ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+      }));
+    const nonResourceRules = rules
+      .filter((r) => r.nonResourceURLs?.length)
+      .map((r) => ({ verbs: r.verbs, nonResourceURLs: r.nonResourceURLs }));
+    return answer(obj, now, { resourceRules, nonResourceRules, incomplete: false });
+  },
 );
+
+/** The request an access review asks about. */
+function accessAttributes(obj: KubeObject): AccessAttributes {
+  const spec = fieldObject(obj, "spec") ?? {};
+  const r = spec.resourceAttributes as Record<string, string | undefined> | undefined;
+  if (r) {
+    return {
+      verb: r.verb ?? "",
+      resource: {
+        group: r.group ?? "",
+        resource: r.resource ?? "",
+        ...(r.subresource ? { subresource: r.subresource } : {}),
+        ...(r.name ? { name: r.name } : {}),
+        ...(r.namespace ? { namespace: r.namespace } : {}),
+      },
+    };
+  }
+  const n = (spec.nonResourceAttributes ?? {}) as Record<string, string | undefined>;
+  return { verb: n.verb ?? "", path: n.path ?? "" };
+}

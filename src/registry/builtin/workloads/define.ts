@@ -21,6 +21,7 @@ const PACKAGE: Record<string, string> = {
   "discovery.k8s.io": "io.k8s.api.discovery",
   "networking.k8s.io": "io.k8s.api.networking",
   policy: "io.k8s.api.policy",
+  "rbac.authorization.k8s.io": "io.k8s.api.rbac",
 };
 
 export interface WorkloadKind {
@@ -35,6 +36,8 @@ export interface WorkloadKind {
   /** Whether metadata.generation moves on spec changes (Kubernetes' strategy). */
   generation: boolean;
   columns: PrinterColumn[];
+  /** Whether tables end with an Age column (default true). */
+  ageColumn?: boolean;
   scale?: ScaleSubresource;
   strategy?: Omit<Strategy, "allowUnconditionalUpdate" | "tracksGeneration">;
   subresources?: ExtraSubresource[];
@@ -72,6 +75,7 @@ export function workloadDefinition(k: WorkloadKind): ResourceDefinition {
         statusSubresource: k.status,
         ...(k.scale ? { scale: k.scale } : {}),
         printerColumns: k.columns,
+        ...(k.ageColumn === false ? { ageColumn: false } : {}),
       },
     ],
     strategy: {

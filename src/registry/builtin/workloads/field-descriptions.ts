@@ -176,6 +176,19 @@ const BY_STRUCT: Readonly<Record<string, string>> = {
     "The kubernetes.io/tls secret with the certificate and key.",
   "networking.v1.ServiceBackendPort.name": "The service port's name.",
   "networking.v1.ServiceBackendPort.number": "The service port's number.",
+  "rbac.v1.PolicyRule.resources":
+    "Resources the rule applies to; pods/status names a subresource, * all.",
+  "rbac.v1.PolicyRule.apiGroups": 'API groups of the resources; "" is the core group, * all.',
+  "rbac.v1.PolicyRule.verbs":
+    "Verbs allowed (get, list, watch, create, update, patch, delete, ...); * all.",
+  "rbac.v1.Subject.kind": "User, Group or ServiceAccount.",
+  "rbac.v1.Subject.name": "The user's, group's or service account's name.",
+  "rbac.v1.Subject.namespace": "The service account's namespace.",
+  "rbac.v1.RoleRef.kind": "Role or ClusterRole.",
+  "rbac.v1.RoleRef.name": "The role's name.",
+  "rbac.v1.Role.rules": "What the role allows.",
+  "rbac.v1.ClusterRole.rules":
+    "What the role allows; filled in by the aggregation when aggregationRule is set.",
   "policy.v1.PodDisruptionBudgetSpec.selector": "Selects the pods the budget protects.",
   "policy.v1.PodDisruptionBudgetStatus.conditions": "The budget's conditions (DisruptionAllowed).",
 };
@@ -649,6 +662,12 @@ const BY_NAME: Readonly<Record<string, string>> = {
   currentHealthy: "Healthy pods now.",
   desiredHealthy: "Healthy pods wanted at least.",
   expectedPods: "Pods the budget counts.",
+  resourceNames: "Names of the objects the rule is limited to; all when empty.",
+  nonResourceURLs: "Paths that are not resources (/healthz, /api/*) the rule applies to.",
+  aggregationRule: "Selects the ClusterRoles whose rules make up this one's.",
+  clusterRoleSelectors: "Label selectors of the ClusterRoles aggregated.",
+  subjects: "The users, groups and service accounts granted the role.",
+  roleRef: "The role granted; cannot change once set.",
 };
 
 /** The description of field `field` of struct `struct` ("core.v1.PodSpec"). */

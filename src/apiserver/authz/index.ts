@@ -1,0 +1,6 @@
+/**
+ * Authorization: the RBAC authorizer over the watch caches (rbac-authorizer.ts) and
+ * the 403 a denied request gets (forbidden.ts).
+ */
+export * from "./forbidden.ts";
+export * from "./rbac-authorizer.ts";

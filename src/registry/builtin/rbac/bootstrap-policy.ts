@@ -1,0 +1,247 @@
+/**
+ * The roles and bindings every control plane starts with, under the names
+ * Kubernetes gives them: `cluster-admin` (bound to the group system:masters),
+ * the user-facing `admin`, `edit` and `view` (aggregated from the ClusterRoles
+ * labelled `rbac.authorization.k8s.io/aggregate-to-*`, so a custom resource's
+ * author can extend them), and the system roles every authenticated user holds:
+ * discovery, the self reviews, and the public health and version paths.
+ */
+import type { KubeObject } from "@setpoint/api";
+import type { PolicyRule } from "./rules.ts";
+
+const READ = ["get", "list", "watch"];
+const WRITE = ["create", "delete", "deletecollection", "patch", "update"];
+
+/** Label and annotation of the bootstrap objects, as Kubernetes marks its own. */
+export const BOOTSTRAP_LABELS = { "kubernetes.io/bootstrapping": "rbac-defaults" };
+export const AUTOUPDATE_ANNOTATION = "rbac.authorization.kubernetes.io/autoupdate";
+
+/** Label selecting the ClusterRoles aggregated into `admin`, `edit` or `view`. */
+export const aggregateLabel = (to: "admin" | "edit" | "view") =>
+  `rbac.authorization.k8s.io/aggregate-to-${to}`;
+
+/** What every user-facing role reads, by API group. */
+const VIEWED: Record<string, string[]> = {
+  "": [
+    "configmaps",
+    "endpoints",
+    "events",
+    "limitranges",
+    "namespaces",
+    "namespaces/status",
+    "persistentvolumeclaims",
+    "pods",
+    "pods/log",
+    "pods/status",
+    "replicationcontrollers",
+    "resourcequotas",
+    "serviceaccounts",
+    "services",
+    "services/status",
+  ],
+  apps: [
+    "controllerrevisions",
+    "daemonsets",
+    "deployments",
+    "deployments/scale",
+    "deployments/status",
+    "replicasets",
+    "replicasets/scale",
+    "replicasets/status",
+    "statefulsets",
+  ],
+  batch: ["cronjobs", "jobs", "jobs/status"],
+  "discovery.k8s.io": ["endpointslices"],
+  "events.k8s.io": ["events"],
+  "networking.k8s.io": ["ingresses", "ingresses/status", "networkpolicies"],
+  policy: ["poddisruptionbudgets", "poddisruptionbudgets/status"],
+};
+
+/** What `edit` writes, by API group (never roles, bindings or status). */
+const EDITED: Record<string, string[]> = {
+  "": [
+    "configmaps",
+    "endpoints",
+    "persistentvolumeclaims",
+    "pods",
+    "pods/attach",
+    "pods/exec",
+    "pods/portforward",
+    "replicationcontrollers",
+    "secrets",
+    "serviceaccounts",
+    "services",
+  ],
+  apps: [
+    "deployments",
+    "deployments/rollback",
+    "deployments/scale",
+    "replicasets",
+    "replicasets/scale",
+    "statefulsets",
+  ],
+  batch: ["cronjobs", "jobs"],
+  "discovery.k8s.io": ["endpointslices"],
+  "networking.k8s.io": ["ingresses", "networkpolicies"],
+  policy: ["poddisruptionbudgets"],
+};
+
+function rules(byGroup: Record<string, string[]>, verbs: string[]): PolicyRule[] {
+  return Object.entries(byGroup).map(([group, resources]) => ({
+    verbs,
+    apiGroups: [group],
+    resources,
+  }));
+}
+
+function clusterRole(
+  name: string,
+  body: Record<string, unknown>,
+  labels: Record<string, string> = {},
+): KubeObject {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRole",
+    metadata: {
+      name,
+      labels: { ...BOOTSTRAP_LABELS, ...labels },
+      annotations: { [AUTOUPDATE_ANNOTATION]: "true" },
+    },
+    ...body,
+  };
+}
+
+/**
+ * An aggregated role, starting with the rules of the bootstrap roles it selects
+ * (the clusterrole-aggregation controller keeps it current as others are labelled).
+ */
+function aggregated(
+  to: "admin" | "edit" | "view",
+  initial: PolicyRule[],
+  labels: Record<string, string> = {},
+): KubeObject {
+  return clusterRole(
+    to,
+    {
+      aggregationRule: {
+        clusterRoleSelectors: [{ matchLabels: { [aggregateLabel(to)]: "true" } }],
+      },
+      rules: initial,
+    },
+    labels,
+  );
+}
+
+function binding(name: string, role: string, groups: string[]): KubeObject {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: {
+      name,
+      labels: { ...BOOTSTRAP_LABELS },
+      annotations: { [AUTOUPDATE_ANNOTATION]: "true" },
+    },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects: groups.map((g) => ({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Group",
+      name: g,
+    })),
+  };
+}
+
+const HEALTH_PATHS = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
+
+const ADMIN_RULES: PolicyRule[] = [
+  {
+    verbs: [...READ, ...WRITE],
+    apiGroups: ["rbac.authorization.k8s.io"],
+    resources: ["rolebindings", "roles"],
+  },
+  {
+    verbs: ["create"],
+    apiGroups: ["authorization.k8s.io"],
+    resources: ["localsubjectaccessreviews"],
+  },
+];
+
+const EDIT_RULES: PolicyRule[] = [
+  ...rules(EDITED, WRITE),
+  { verbs: READ, apiGroups: [""], resources: ["secrets"] },
+  { verbs: ["create"], apiGroups: [""], resources: ["pods/eviction", "serviceaccounts/token"] },
+  { verbs: ["impersonate"], apiGroups: [""], resources: ["serviceaccounts"] },
+];
+
+const VIEW_RULES: PolicyRule[] = rules(VIEWED, READ);
+
+/** The bootstrap ClusterRoles. */
+export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
+  clusterRole("cluster-admin", {
+    rules: [
+      { verbs: ["*"], apiGroups: ["*"], resources: ["*"] },
+      { verbs: ["*"], nonResourceURLs: ["*"] },
+    ],
+  }),
+  aggregated("admin", [...ADMIN_RULES, ...EDIT_RULES, ...VIEW_RULES]),
+  aggregated("edit", [...EDIT_RULES, ...VIEW_RULES], { [aggregateLabel("admin")]: "true" }),
+  aggregated("view", VIEW_RULES, { [aggregateLabel("edit")]: "true" }),
+  clusterRole(
+    "system:aggregate-to-admin",
+    { rules: ADMIN_RULES },
+    { [aggregateLabel("admin")]: "true" },
+  ),
+  clusterRole(
+    "system:aggregate-to-edit",
+    { rules: EDIT_RULES },
+    { [aggregateLabel("edit")]: "true" },
+  ),
+  clusterRole(
+    "system:aggregate-to-view",
+    { rules: VIEW_RULES },
+    { [aggregateLabel("view")]: "true" },
+  ),
+  clusterRole("system:discovery", {
+    rules: [
+      {
+        verbs: ["get"],
+        nonResourceURLs: [
+          "/api",
+          "/api/*",
+          "/apis",
+          "/apis/*",
+          "/openapi",
+          "/openapi/*",
+          ...HEALTH_PATHS,
+        ],
+      },
+    ],
+  }),
+  clusterRole("system:basic-user", {
+    rules: [
+      {
+        verbs: ["create"],
+        apiGroups: ["authentication.k8s.io"],
+        resources: ["selfsubjectreviews"],
+      },
+      {
+        verbs: ["create"],
+        apiGroups: ["authorization.k8s.io"],
+        resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+      },
+    ],
+  }),
+  clusterRole("system:public-info-viewer", {
+    rules: [{ verbs: ["get"], nonResourceURLs: HEALTH_PATHS }],
+  }),
+];
+
+/** The bootstrap ClusterRoleBindings. */
+export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly KubeObject[] = [
+  binding("cluster-admin", "cluster-admin", ["system:masters"]),
+  binding("system:discovery", "system:discovery", ["system:authenticated"]),
+  binding("system:basic-user", "system:basic-user", ["system:authenticated"]),
+  binding("system:public-info-viewer", "system:public-info-viewer", [
+    "system:authenticated",
+    "system:unauthenticated",
+  ]),
+];

@@ -1,0 +1,34 @@
+/**
+ * RBAC (rbac.authorization.k8s.io/v1): the Role, ClusterRole, RoleBinding and
+ * ClusterRoleBinding kinds (kinds.ts), how their rules are evaluated and compared
+ * (rules.ts), and the roles and bindings every control plane starts with
+ * (bootstrap-policy.ts). The apiserver's authorizer applies them to requests.
+ */
+export {
+  AUTOUPDATE_ANNOTATION,
+  aggregateLabel,
+  BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+  BOOTSTRAP_CLUSTER_ROLES,
+  BOOTSTRAP_LABELS,
+} from "./bootstrap-policy.ts";
+export {
+  clusterRoleBindingDefinition,
+  clusterRoleDefinition,
+  roleBindingDefinition,
+  roleDefinition,
+} from "./kinds.ts";
+export {
+  type AccessAttributes,
+  type AccessUser,
+  AUTHENTICATED,
+  covers,
+  formatRule,
+  MASTERS,
+  type PolicyRule,
+  RBAC_GROUP,
+  type RoleRef,
+  ruleAllows,
+  type Subject,
+  subjectMatches,
+  withImplicitGroups,
+} from "./rules.ts";
