@@ -1,6 +1,7 @@
 /**
  * Reconcile helpers: conditions, createOrUpdate, finalizers, owner references,
- * status written only when it changed, and bounded concurrency (mapLimit).
+ * status written only when it changed, bounded concurrency (mapLimit), and
+ * one-shot side effects with an idempotency key (runOneShot).
  */
 
 export { mapLimit } from "./concurrency.ts";
@@ -26,6 +27,21 @@ export {
   isBeingDeleted,
   removeFinalizer,
 } from "./finalizers.ts";
+export {
+  ActionNotPerformedError,
+  ActionRefusedError,
+  MAX_ONE_SHOT_RESULT_BYTES,
+  ONE_SHOT_ANNOTATION_PREFIX,
+  type OneShotAction,
+  type OneShotClient,
+  type OneShotOutcome,
+  type OneShotRecord,
+  type OneShotRetry,
+  oneShotAnnotation,
+  oneShotKey,
+  readOneShotRecord,
+  runOneShot,
+} from "./one-shot.ts";
 export {
   AlreadyOwnedError,
   getControllerOf,
