@@ -17,7 +17,9 @@
  * - `endpoint`, `endpointslice`: Endpoints and EndpointSlices of Services from
  *   their Pods (./endpoints/);
  * - `clusterrole-aggregation`: fills aggregated ClusterRoles with the rules of
- *   the roles they select (./clusterrole-aggregation.ts).
+ *   the roles they select (./clusterrole-aggregation.ts);
+ * - `disruption`: PodDisruptionBudgets' status, which evictions consult
+ *   (./disruption/).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -43,6 +45,11 @@ import {
   DeploymentController,
   type DeploymentControllerOptions,
 } from "./deployment/index.ts";
+import {
+  DISRUPTION_CONTROLLER,
+  DisruptionController,
+  type DisruptionControllerOptions,
+} from "./disruption/index.ts";
 import {
   ENDPOINT_CONTROLLER,
   ENDPOINTSLICE_CONTROLLER,
@@ -96,6 +103,11 @@ export {
   DeploymentController,
   type DeploymentControllerOptions,
 } from "./deployment/index.ts";
+export {
+  DISRUPTION_CONTROLLER,
+  DisruptionController,
+  type DisruptionControllerOptions,
+} from "./disruption/index.ts";
 export {
   DEFAULT_MAX_ENDPOINTS_PER_SLICE,
   ENDPOINT_CONTROLLER,
@@ -158,6 +170,7 @@ export interface BuiltinOptions {
   podGc?: PodGcOptions;
   endpoint?: EndpointControllerOptions;
   endpointSlice?: EndpointSliceControllerOptions;
+  disruption?: DisruptionControllerOptions;
   logger?: Logger;
 }
 
@@ -176,6 +189,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [ENDPOINT_CONTROLLER]: (o) => new EndpointController(o.endpoint),
   [ENDPOINTSLICE_CONTROLLER]: (o) => new EndpointSliceController(o.endpointSlice),
   [CLUSTER_ROLE_AGGREGATION_CONTROLLER]: () => new ClusterRoleAggregationController(),
+  [DISRUPTION_CONTROLLER]: (o) => new DisruptionController(o.disruption),
 };
 
 /** Names of the built-in controllers. */
