@@ -9,9 +9,9 @@ import { deleteOptionsSchema } from "../../src/apiserver/discovery/index.ts";
 import {
   decodeProtobufObject,
   isProtobufContentType,
-  PROTO_FILES,
   PROTOBUF_MAGIC,
 } from "../../src/apiserver/wire/index.ts";
+import { fieldInfo, protobufRoot } from "../../src/apiserver/wire/protobuf/messages.ts";
 import { builtinDefinitions } from "../../src/registry/builtin/index.ts";
 import { createBuiltinRegistry } from "../../src/registry/index.ts";
 import { startTypeServer, type TypeServer } from "./type-server.ts";
@@ -439,7 +439,10 @@ describe("decodeProtobufObject", () => {
         Buffer.concat([PROTOBUF_MAGIC, Buffer.from([0x0a, 0x10, 0x0a])]),
         /index out of range|decode/,
       ],
-      [body("v1", "Pod", []), /no protobuf encoding is known for kind "Pod" in version "v1"/],
+      [
+        body("example.com/v1", "Widget", []),
+        /no protobuf encoding is known for kind "Widget" in version "example.com\/v1"/,
+      ],
       [body("", "", []), /apiVersion and kind/],
       [body("v1", "ConfigMap", [[1, "msg", [[8, "msg", T(999999999999)]]]]), /time out of range/],
       [body("v1", "ConfigMap", [[1, "msg", [[7, "varint", 2 ** 60]]]]), /integer out of range/],
@@ -541,39 +544,48 @@ describe("decodeProtobufObject", () => {
 
 describe("protobuf messages agree with the schemas", () => {
   it("every built-in kind's message has exactly the fields of its schema", () => {
-    const root = new protobuf.Root();
-    const dir = new URL("../../src/apiserver/wire/protobuf/", import.meta.url).pathname;
-    root.loadSync(
-      PROTO_FILES.map((f) => join(dir, f)),
-      { keepCase: true },
-    );
-    root.resolveAll();
+    const root = protobufRoot();
+    /** Messages whose JSON is a value, not an object of their fields. */
+    const VALUES = /\.(Time|MicroTime|FieldsV1|Quantity|IntOrString|RawExtension)$/;
+    /** The JSON names of a message's fields: an embedded struct's are its parent's. */
+    const jsonNames = (type: protobuf.Type): string[] =>
+      type.fieldsArray.flatMap((f) =>
+        fieldInfo(f).inline ? jsonNames(f.resolvedType as protobuf.Type) : [f.name],
+      );
+    const jsonFields = (type: protobuf.Type): protobuf.Field[] =>
+      type.fieldsArray.flatMap((f) =>
+        fieldInfo(f).inline ? jsonFields(f.resolvedType as protobuf.Type) : [f],
+      );
+    const seen = new Set<string>();
     const compare = (type: protobuf.Type, schema: Schema, path: string, top = false) => {
-      if (
-        type.fullName.endsWith(".Time") ||
-        type.fullName.endsWith(".MicroTime") ||
-        type.fullName.endsWith(".FieldsV1")
-      )
-        return;
+      if (VALUES.test(type.fullName) || seen.has(type.fullName)) return;
+      seen.add(type.fullName);
       // Top-level apiVersion and kind travel in the envelope, not in the message.
       const own = Object.keys(schema.properties ?? {}).filter(
         (k) => !(top && (k === "apiVersion" || k === "kind")),
       );
-      expect(type.fieldsArray.map((f) => f.name).sort(), path).toEqual(own.sort());
-      for (const f of type.fieldsArray) {
+      expect(jsonNames(type).sort(), path).toEqual(own.sort());
+      for (const f of jsonFields(type)) {
         const prop = schema.properties?.[f.name] as Schema;
         if (f.resolvedType instanceof protobuf.Type) {
-          compare(f.resolvedType, f.repeated ? (prop.items as Schema) : prop, `${path}.${f.name}`);
+          const inner = f.map
+            ? (prop.additionalProperties as Schema)
+            : f.repeated
+              ? (prop.items as Schema)
+              : prop;
+          compare(f.resolvedType, inner, `${path}.${f.name}`);
         }
       }
     };
     let compared = 0;
     for (const def of builtinDefinitions()) {
-      if (!def.protobufMessage) continue;
-      compare(root.lookupType(def.protobufMessage), def.versions[0].schema, def.names.kind, true);
+      expect(def.protobufMessage, def.names.kind).toBeDefined();
+      seen.clear();
+      compare(root.lookupType(def.protobufMessage!), def.versions[0].schema, def.names.kind, true);
       compared++;
     }
-    expect(compared).toBe(10);
+    expect(compared).toBe(builtinDefinitions().length);
+    seen.clear();
     compare(
       root.lookupType("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
       deleteOptionsSchema,

@@ -6,7 +6,7 @@
  * they then use comes from OpenAPI v3 (and, for patches of built-in types, from
  * kubectl's own compiled-in types).
  */
-import { protobufType } from "../wire/protobuf.ts";
+import { protobufType } from "../wire/protobuf/index.ts";
 
 /**
  * Content-Type of the protobuf OpenAPI v2 document. Clients ask for

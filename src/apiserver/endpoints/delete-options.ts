@@ -7,7 +7,7 @@ import { errors, fieldErrors, type StatusCause } from "@setpoint/api";
 import type { DeleteOptions, PropagationPolicy } from "../store/delete-decision.ts";
 import { decodeJson, decodeYaml } from "../wire/decode.ts";
 import type { MediaType } from "../wire/media-type.ts";
-import { decodeProtobufObject, isProtobufContentType } from "../wire/protobuf.ts";
+import { decodeProtobufObject, isProtobufContentType } from "../wire/protobuf/index.ts";
 import { parseGoBool, type Query } from "./request.ts";
 
 export type { DeleteOptions, PropagationPolicy } from "../store/delete-decision.ts";

@@ -7,7 +7,7 @@
 import { errors } from "@setpoint/api";
 import { isMap, isPair, isScalar, isSeq, parseDocument } from "yaml";
 import type { MediaType } from "./media-type.ts";
-import { decodeProtobufObject, isProtobufContentType } from "./protobuf.ts";
+import { decodeProtobufObject, isProtobufContentType } from "./protobuf/index.ts";
 import { parseYamlOffThread } from "./yaml-thread.ts";
 
 /** The media types a create or update body may have. */

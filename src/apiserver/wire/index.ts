@@ -12,7 +12,7 @@ export * from "./decode.ts";
 export * from "./media-range.ts";
 export * from "./media-type.ts";
 export * from "./negotiate.ts";
-export * from "./protobuf.ts";
+export * from "./protobuf/index.ts";
 export * from "./render.ts";
 export * from "./response.ts";
 export * from "./schema-walk.ts";

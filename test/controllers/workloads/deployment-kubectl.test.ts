@@ -76,13 +76,23 @@ describe("kubectl with Deployments", () => {
     return lines;
   }
 
-  // Skipped until the workload kinds speak protobuf: kubectl create sends a typed
-  // Deployment as application/vnd.kubernetes.protobuf and does not fall back to
-  // JSON ("the body of the request was in an unknown format").
-  it.skip("creates a Deployment with kubectl create deployment", async () => {
+  // kubectl create sends the typed Deployment as application/vnd.kubernetes.protobuf.
+  it("creates a Deployment with kubectl create deployment", async () => {
+    // In a namespace of its own: the tests below count the ReplicaSets of theirs.
+    const own = await freshNamespace(env.client);
     expect(
-      await kubectl("create", "deployment", "made", "--image=nginx:1.27", "--replicas=1"),
+      await k.ok(["create", "deployment", "made", "--image=nginx:1.27", "--replicas=1", "-n", own]),
     ).toBe("deployment.apps/made created\n");
+    const made = await env.client.get<Deployment>(DEPLOY, "made", own);
+    expect(made.spec?.replicas).toBe(1);
+    expect(made.spec?.selector.matchLabels).toEqual({ app: "made" });
+    expect(made.spec?.template.spec?.containers).toMatchObject([
+      { name: "nginx", image: "nginx:1.27", imagePullPolicy: "IfNotPresent" },
+    ]);
+    expect(made.spec?.strategy).toEqual({
+      type: "RollingUpdate",
+      rollingUpdate: { maxSurge: "25%", maxUnavailable: "25%" },
+    });
   });
 
   it("applies a Deployment and waits for its rollout", async () => {

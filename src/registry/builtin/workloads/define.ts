@@ -65,6 +65,7 @@ export function workloadDefinition(k: WorkloadKind): ResourceDefinition {
     },
     namespaced: k.namespaced,
     custom: false,
+    protobufMessage: workloadTypeName(k.group, k.kind).replace(/^io\.k8s\./, "k8s.io."),
     strategicMergePatch: true,
     versions: [
       {

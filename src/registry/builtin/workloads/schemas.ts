@@ -69,6 +69,9 @@ export const WORKLOAD_TYPES: Readonly<Record<string, StructFacts>> = artifact.de
   StructFacts
 >;
 
+/** The kinds the facts were generated from, as "apps/v1.Deployment". */
+export const WORKLOAD_ROOTS: readonly string[] = artifact.roots;
+
 /** Definitions the other built-ins already register. */
 const EXISTING: Record<string, Schema> = {
   "io.k8s.api.core.v1.ObjectReference": objectReferenceSchema,
@@ -111,7 +114,9 @@ export function workloadSchema(name: string): Schema {
   const properties: Record<string, Schema> = {};
   const required: string[] = [];
   collectFields(name, facts, properties, required);
-  if (Object.hasOwn(properties, "metadata")) {
+  // Kinds embed TypeMeta; templates (PodTemplateSpec, PersistentVolumeClaimTemplate)
+  // have metadata without it.
+  if (WORKLOAD_ROOTS.includes(name)) {
     properties.apiVersion = { type: "string", description: API_VERSION_DESCRIPTION };
     properties.kind = { type: "string", description: KIND_DESCRIPTION };
   }

@@ -1,0 +1,207 @@
+/**
+ * An object's JSON encoded as its protobuf message, byte for byte as Kubernetes'
+ * generated marshallers write it: fields in number order, map entries in key
+ * order, every non-pointer field of a generated struct written even when zero
+ * (an empty struct as an empty message), pointers only when set; times as
+ * seconds and nanoseconds, quantities as their string, int-or-strings as
+ * type/intVal/strVal, raw extensions and FieldsV1 as the JSON they hold. JSON
+ * members the message has no field for are not sent, as a Go struct drops them.
+ */
+import protobuf, { type Field, type Type, type Writer } from "protobufjs";
+import {
+  FIELDS_V1,
+  fieldInfo,
+  INT_OR_STRING,
+  MICRO_TIME,
+  QUANTITY,
+  RAW_EXTENSION,
+  TIME,
+} from "./messages.ts";
+
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH = 2;
+const FIXED32 = 5;
+
+function wireType(field: Field): number {
+  if (field.resolvedType) return LENGTH;
+  switch (field.type) {
+    case "double":
+    case "fixed64":
+    case "sfixed64":
+      return FIXED64;
+    case "float":
+    case "fixed32":
+    case "sfixed32":
+      return FIXED32;
+    case "string":
+    case "bytes":
+      return LENGTH;
+    default:
+      return VARINT;
+  }
+}
+
+function tag(w: Writer, id: number, wire: number): Writer {
+  return w.uint32((id << 3) | wire);
+}
+
+/** Fields in number order (the order Go's marshallers write them), per message. */
+const ordered = new WeakMap<Type, Field[]>();
+
+function fieldsOf(type: Type): Field[] {
+  let fields = ordered.get(type);
+  if (!fields) {
+    fields = [...type.fieldsArray].sort((a, b) => a.id - b.id);
+    ordered.set(type, fields);
+  }
+  return fields;
+}
+
+function integer(v: unknown): number {
+  const n = typeof v === "number" ? v : Number(v);
+  return Number.isFinite(n) ? Math.trunc(n) : 0;
+}
+
+function writeScalar(w: Writer, type: string, v: unknown): void {
+  switch (type) {
+    case "string":
+      w.string(typeof v === "string" ? v : String(v ?? ""));
+      return;
+    case "bool":
+      w.bool(v === true);
+      return;
+    case "bytes":
+      w.bytes(typeof v === "string" ? Buffer.from(v, "base64") : new Uint8Array());
+      return;
+    case "double":
+      w.double(Number(v) || 0);
+      return;
+    case "float":
+      w.float(Number(v) || 0);
+      return;
+    case "int32":
+      w.int32(integer(v));
+      return;
+    case "uint32":
+      w.uint32(integer(v));
+      return;
+    case "sint32":
+      w.sint32(integer(v));
+      return;
+    case "sint64":
+      w.sint64(integer(v));
+      return;
+    case "uint64":
+      w.uint64(integer(v));
+      return;
+    default:
+      w.int64(integer(v));
+  }
+}
+
+const RFC3339 = /^(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/;
+
+/** Seconds and nanoseconds of an RFC 3339 timestamp; undefined when it is not one. */
+function timeParts(v: unknown, micro: boolean): { seconds: number; nanos: number } | undefined {
+  if (typeof v !== "string") return undefined;
+  const m = RFC3339.exec(v);
+  if (!m) return undefined;
+  const ms = Date.parse(`${m[1]}${m[3]}`);
+  if (!Number.isFinite(ms)) return undefined;
+  const digits = (m[2] ?? "").slice(0, micro ? 6 : 9).padEnd(9, "0");
+  return { seconds: Math.floor(ms / 1000), nanos: Number(digits) };
+}
+
+function writeEmbeddedJson(w: Writer, id: number, v: unknown): void {
+  tag(w, id, LENGTH).bytes(Buffer.from(JSON.stringify(v), "utf8"));
+}
+
+/**
+ * The fields of message `type` for `v`, written into `w` (without a length):
+ * the body of a message.
+ */
+export function writeMessageBody(w: Writer, type: Type, v: unknown): void {
+  const full = type.fullName.slice(1);
+  switch (full) {
+    case TIME:
+    case MICRO_TIME: {
+      const t = timeParts(v, full === MICRO_TIME);
+      if (!t || (t.seconds === 0 && t.nanos === 0)) return;
+      tag(w, 1, VARINT).int64(t.seconds);
+      tag(w, 2, VARINT).int32(t.nanos);
+      return;
+    }
+    case QUANTITY:
+      tag(w, 1, LENGTH).string(v === undefined || v === null ? "0" : String(v));
+      return;
+    case INT_OR_STRING: {
+      const isString = typeof v === "string";
+      tag(w, 1, VARINT).int64(isString ? 1 : 0);
+      tag(w, 2, VARINT).int32(isString ? 0 : integer(v ?? 0));
+      tag(w, 3, LENGTH).string(isString ? v : "");
+      return;
+    }
+    case RAW_EXTENSION:
+    case FIELDS_V1:
+      if (v !== undefined && v !== null) writeEmbeddedJson(w, 1, v);
+      return;
+  }
+  const obj = (typeof v === "object" && v !== null && !Array.isArray(v) ? v : {}) as Record<
+    string,
+    unknown
+  >;
+  for (const field of fieldsOf(type)) {
+    const info = fieldInfo(field);
+    const sub = field.resolvedType as Type | null;
+    if (info.inline && sub) {
+      writeNested(w, field.id, sub, obj);
+      continue;
+    }
+    const value = obj[field.name];
+    if (value === undefined || value === null) {
+      // Go writes every field that is not a pointer, a list or a map.
+      if (info.known && !info.pointer && !field.repeated && !field.map) {
+        if (sub) writeNested(w, field.id, sub, undefined);
+        else writeScalar(tag(w, field.id, wireType(field)), field.type, undefined);
+      }
+      continue;
+    }
+    if (field.map) {
+      if (typeof value !== "object" || Array.isArray(value)) continue;
+      const m = value as Record<string, unknown>;
+      const keyType = (field as unknown as protobuf.MapField).keyType;
+      for (const k of Object.keys(m).sort()) {
+        tag(w, field.id, LENGTH).fork();
+        writeScalar(tag(w, 1, keyType === "string" ? LENGTH : VARINT), keyType, k);
+        if (sub) writeNested(w, 2, sub, m[k]);
+        else writeScalar(tag(w, 2, wireType(field)), field.type, m[k]);
+        w.ldelim();
+      }
+      continue;
+    }
+    if (field.repeated) {
+      if (!Array.isArray(value)) continue;
+      for (const item of value) {
+        if (sub) writeNested(w, field.id, sub, item);
+        else writeScalar(tag(w, field.id, wireType(field)), field.type, item);
+      }
+      continue;
+    }
+    if (sub) writeNested(w, field.id, sub, value);
+    else writeScalar(tag(w, field.id, wireType(field)), field.type, value);
+  }
+}
+
+function writeNested(w: Writer, id: number, type: Type, v: unknown): void {
+  tag(w, id, LENGTH).fork();
+  writeMessageBody(w, type, v);
+  w.ldelim();
+}
+
+/** The bytes of message `type` for the JSON value `v`. */
+export function encodeMessage(type: Type, v: unknown): Uint8Array {
+  const w = protobuf.Writer.create();
+  writeMessageBody(w, type, v);
+  return w.finish();
+}
