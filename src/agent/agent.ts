@@ -26,6 +26,7 @@ import {
   type RuntimeLogger,
 } from "@setpoint/runtime";
 import { canonicalJson } from "./canonical-json.ts";
+import { PodEventRecorder } from "./events.ts";
 import { ImageStore, importBuiltinImages } from "./images/index.ts";
 import {
   machineResources,
@@ -55,7 +56,7 @@ export const NODE_STATUS_REPORT_MS = 5 * 60_000;
 export const WRITE_RETRY_MS = 1_000;
 /** How often the agent compares its Pods with the listed ones and rotates logs. */
 export const HOUSEKEEPING_MS = 1_000;
-/** Status writes in flight at once. */
+/** Status writes in flight at once (one per Pod). */
 export const STATUS_WRITERS = 8;
 
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
@@ -107,6 +108,9 @@ export class Agent {
   private readonly written = new Map<string, string>();
   private readonly finishing = new Map<string, Promise<void>>();
   private statusTimer: NodeJS.Timeout | undefined;
+  private readonly writing = new Map<string, Promise<void>>();
+  private readonly retrying = new Set<string>();
+  private retryTimer: NodeJS.Timeout | undefined;
   private housekeeping: NodeJS.Timeout | undefined;
   private nodeTimer: NodeJS.Timeout | undefined;
   private server: Server | undefined;
@@ -114,6 +118,7 @@ export class Agent {
   private lastNodeReport = 0;
   private lease: Promise<void> | undefined;
   private identity: NodeIdentity;
+  private readonly events: PodEventRecorder;
   /** Status writes done (for tests and benchmarks). */
   statusWrites = 0;
 
@@ -134,6 +139,7 @@ export class Agent {
       kubeletVersion: opts.kubeletVersion ?? "v1.32.0",
       dataDir: opts.dataDir,
     };
+    this.events = new PodEventRecorder(opts.client, opts.nodeName);
     this.informer = new Informer<Pod>(opts.client, POD, {
       fieldSelector: `spec.nodeName=${opts.nodeName}`,
       backoffInitialMs: 200,
@@ -195,11 +201,13 @@ export class Agent {
       restartBackoff: this.restartBackoff,
       pullBackoff: this.pullBackoff,
       onChange: (rec) => this.changed(rec.uid),
-      onEvent: (rec, type, reason, message) =>
+      onEvent: (rec, type, reason, message) => {
         this.log.info(
           { pod: `${rec.pod.metadata.namespace}/${rec.pod.metadata.name}`, type, reason },
           message,
-        ),
+        );
+        this.events.record(rec.pod, type, reason, message);
+      },
     });
     this.workers.set(record.uid, worker);
     this.state.pods[record.uid] = record;
@@ -362,6 +370,7 @@ export class Agent {
       if (!worker) return;
       if (!worker.record.stopped) await worker.terminate();
       if (deleteObject && this.informer.getByKey(keyOf(worker.record.pod))) {
+        await this.writing.get(uid);
         await this.writeStatus(uid);
         const ok = await this.deleteObject(worker.record.pod);
         if (!ok) return;
@@ -416,26 +425,41 @@ export class Agent {
     if (this.statusTimer || this.abort.signal.aborted) return;
     this.statusTimer = setTimeout(() => {
       this.statusTimer = undefined;
-      void this.flushStatus();
+      this.flushStatus();
     }, delayMs);
   }
 
-  private async flushStatus(): Promise<void> {
-    const uids = [...this.dirty];
-    this.dirty.clear();
-    let failed = false;
-    for (let i = 0; i < uids.length; i += STATUS_WRITERS) {
-      const results = await Promise.all(
-        uids.slice(i, i + STATUS_WRITERS).map((uid) => this.writeStatus(uid)),
-      );
-      for (const [j, ok] of results.entries()) {
-        if (!ok) {
-          failed = true;
-          this.dirty.add(uids[i + j]);
-        }
-      }
+  /**
+   * Starts the status writes of the changed Pods: at most STATUS_WRITERS at once and
+   * one per Pod at a time (two writes of one Pod's status could land out of order);
+   * a change during a write is written after it; a failed write is retried later.
+   */
+  private flushStatus(): void {
+    for (const uid of [...this.dirty]) {
+      if (this.writing.has(uid) || this.writing.size >= STATUS_WRITERS) continue;
+      this.dirty.delete(uid);
+      const write = this.writeStatus(uid)
+        .then((ok) => {
+          if (!ok) this.retryLater(uid);
+        })
+        .finally(() => {
+          this.writing.delete(uid);
+          if (this.dirty.size) this.scheduleStatus(0);
+        });
+      this.writing.set(uid, write);
     }
-    if (failed) this.scheduleStatus(WRITE_RETRY_MS);
+  }
+
+  private retryLater(uid: string): void {
+    this.retrying.add(uid);
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      for (const u of this.retrying) this.dirty.add(u);
+      this.retrying.clear();
+      this.scheduleStatus(0);
+    }, WRITE_RETRY_MS);
+    this.retryTimer.unref();
   }
 
   /** Writes a Pod's status when it differs from the server's; false when the write failed. */
@@ -527,6 +551,7 @@ export class Agent {
     }
     this.abort.abort();
     if (this.statusTimer) clearTimeout(this.statusTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.housekeeping) clearInterval(this.housekeeping);
     if (this.nodeTimer) clearTimeout(this.nodeTimer);
     for (const w of this.workers.values()) {

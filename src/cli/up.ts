@@ -34,6 +34,7 @@ import {
   stdoutIsStderr,
 } from "./logging.ts";
 import { type NodeAgentProcess, startNodeAgent } from "./up-agent.ts";
+import { DEFAULT_GATEWAY_LISTEN, startUpGateway } from "./up-gateway.ts";
 import { UsageError } from "./usage-error.ts";
 
 export const UP_USAGE = `Usage: setpoint up [flags]
@@ -55,6 +56,8 @@ Flags:
   --no-controllers            do not run the built-in controllers in this process
   --no-agent                  do not run a node agent (by default one runs the Pods bound to
                               this host's Node as processes; see setpoint agent --help)
+  --gateway-listen HOST:PORT  where the gateway serves Ingresses (default ${DEFAULT_GATEWAY_LISTEN})
+  --no-gateway                do not run the gateway (see setpoint gateway --help)
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
   --event-ttl DURATION        how long an Event lives after its latest occurrence (default 1h)
   --node-monitor-grace-period DURATION  how long a Node may go without renewing its Lease
@@ -94,6 +97,8 @@ const UP_OPTIONS = {
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
   "no-agent": { type: "boolean", default: false },
+  "gateway-listen": { type: "string" },
+  "no-gateway": { type: "boolean", default: false },
   "disable-controllers": { type: "string" },
   "event-ttl": { type: "string" },
   "node-monitor-grace-period": { type: "string" },
@@ -230,8 +235,25 @@ export async function up(argv: string[]): Promise<number> {
   }
 
   let agent: NodeAgentProcess | undefined;
+  let gateway: Awaited<ReturnType<typeof startUpGateway>>;
+  try {
+    gateway = values["no-gateway"]
+      ? undefined
+      : await startUpGateway({
+          config: plane.config,
+          dataDir,
+          listen: values["gateway-listen"],
+          logger,
+        });
+  } catch (err) {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await plane.stop();
+    process.stderr.write(`setpoint up: the gateway cannot listen: ${(err as Error).message}\n`);
+    return 1;
+  }
   if (signalled === undefined) {
-    printBanner(plane, values.storage, logger, format);
+    printBanner(plane, values.storage, logger, format, gateway?.address);
     if (!values["no-agent"]) {
       agent = startNodeAgent({
         dataDir,
@@ -246,6 +268,7 @@ export async function up(argv: string[]): Promise<number> {
   }
   logger.info({ signal: signalled }, "shutting down");
   await agent?.stop();
+  await gateway?.stop(5000);
   await plane.stop();
   return 0;
 }
@@ -256,6 +279,7 @@ function printBanner(
   storage: string,
   logger: Logger,
   format: LogFormat,
+  gatewayAddress?: string,
 ): void {
   const controllers = plane.controllers ? plane.controllers.names : undefined;
   if (format === "json") {
@@ -265,6 +289,7 @@ function printBanner(
         storage,
         kubeconfig: plane.kubeconfigPath,
         controllers: controllers ?? null,
+        gateway: gatewayAddress ? `http://${gatewayAddress}` : null,
       },
       "serving",
     );
@@ -273,6 +298,7 @@ function printBanner(
   process.stdout.write(
     `Setpoint is serving at ${plane.url} (storage: ${storage})\n` +
       `export KUBECONFIG=${plane.kubeconfigPath}\n` +
-      `Built-in controllers: ${controllers ? controllers.join(", ") || "none" : "off"}\n`,
+      `Built-in controllers: ${controllers ? controllers.join(", ") || "none" : "off"}\n` +
+      (gatewayAddress ? `Gateway (IngressClass setpoint) at http://${gatewayAddress}\n` : ""),
   );
 }

@@ -150,6 +150,8 @@ export class Gateway {
       this.adminAddress = await listen(this.admin, this.opts.adminListen);
     }
     if (this.opts.restConfig) this.startSync(this.opts.restConfig);
+    this.confirmTimer = setInterval(() => this.confirm(), this.opts.confirmMs ?? 10_000);
+    this.confirmTimer.unref();
   }
 
   private async serveAdmin(url: string, res: import("node:http").ServerResponse): Promise<void> {
@@ -234,9 +236,6 @@ export class Gateway {
       },
       () => {},
     );
-    const confirmMs = this.opts.confirmMs ?? 10_000;
-    this.confirmTimer = setInterval(() => this.confirm(), confirmMs);
-    this.confirmTimer.unref();
   }
 
   private synced(): boolean {
@@ -251,11 +250,20 @@ export class Gateway {
     }, this.opts.debounceMs ?? 50);
   }
 
-  /** While every informer watches, the table is current: refresh its age (saved at most every 30 s). */
+  /**
+   * While every informer watches, the table is current: refresh its age (saved at
+   * most every 30 s). Otherwise say how old it is.
+   */
   private confirm(): void {
-    if (!this.current || !this.synced()) return;
-    if (!this.informers.every((i) => i.health().watching)) {
-      this.log.info({ ageSeconds: Math.round(this.tableAgeSeconds() ?? 0) }, "route table age");
+    if (!this.current) {
+      this.log.info("no route table yet");
+      return;
+    }
+    if (!this.synced() || !this.informers.every((i) => i.health().watching)) {
+      this.log.info(
+        { ageSeconds: Math.round(this.tableAgeSeconds() ?? 0), routes: this.current.routes.length },
+        "serving a route table not confirmed by the API",
+      );
       return;
     }
     this.current = { ...this.current, syncedAt: new Date().toISOString() };

@@ -137,6 +137,16 @@ describe("the agent", () => {
     );
     const out = await kubectl.run(["get", "pod", "web-1", "-o", "wide", "--no-headers"]);
     expect(out.stdout).toMatch(/^web-1\s+1\/1\s+Running\s+0\s+\S+\s+127\.78\.\d+\.\d+\s+node-a/);
+    const events = await eventually("a Started event", async () => {
+      const r = await kubectl.run([
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=web-1",
+      ]);
+      return r.stdout.includes("Started") ? r.stdout : undefined;
+    });
+    expect(events).toMatch(/Normal\s+Started\s+pod\/web-1\s+Started container web/);
     // Nothing changes: nothing is written.
     const writes = agent.statusWrites;
     await new Promise((r) => setTimeout(r, 2_500));

@@ -3,11 +3,14 @@
  * the `kubernetes` Service on the first address, concurrent creates never sharing
  * an address or a port, a full range, requested values (taken, out of range,
  * changed), headless Services, kept values on update, release on delete and on a
- * type change, dry runs claiming nothing, and the repair loop releasing a leak.
+ * type change, dry runs claiming nothing, the repair loop releasing a leak, and
+ * two apiservers on one etcd sharing the ranges without a duplicate.
  */
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { CLAIMS_ROOT, repairClaims } from "../../src/apiserver/store/index.ts";
+import { type ControlPlane, startControlPlane } from "../../src/controlplane/index.ts";
 import { request } from "../e2e/helpers/http.ts";
+import { describeWithEtcd, type EtcdProcess, startEtcd } from "../helpers/etcd.ts";
 import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
 const server = startForFile(() =>
@@ -259,5 +262,51 @@ describe("repair", () => {
       ].sort(),
     );
     await remove("kept");
+  });
+});
+
+describeWithEtcd("two apiservers on one etcd", () => {
+  let etcd: EtcdProcess | undefined;
+  const servers: ControlPlane[] = [];
+  afterAll(async () => {
+    for (const s of servers) await s.stop();
+    await etcd?.stop();
+  });
+
+  it("never hand out one address or port twice", async () => {
+    etcd = await startEtcd();
+    const storage = {
+      backend: "etcd" as const,
+      endpoints: etcd.endpoints,
+      prefix: `/svc-alloc-${process.pid}/`,
+    };
+    const ranges = { clusterIPRange: "127.100.0.0/27", nodePortRange: "30000-30019" };
+    for (let i = 0; i < 2; i++) {
+      servers.push(await startControlPlane({ storage, tls: false, serviceRanges: ranges }));
+    }
+    // 29 addresses and 20 ports to share; each server is asked for 14 NodePort
+    // Services at once (28 addresses, but only 20 ports: 8 creates must fail).
+    const made = await Promise.all(
+      Array.from({ length: 28 }, (_, i) =>
+        request(servers[i % 2]!, "POST", base("default"), {
+          body: service(`both-${i}`, { type: "NodePort" }),
+        }),
+      ),
+    );
+    const ok = made.filter((m) => m.code === 201).map((m) => m.json as Svc);
+    expect(ok).toHaveLength(20);
+    for (const m of made.filter((x) => x.code !== 201)) {
+      expect((m.json as { message: string }).message).toMatch(
+        /failed to allocate a nodePort|range is full/,
+      );
+    }
+    const ips = ok.map((s) => s.spec.clusterIP);
+    const ports = ok.map((s) => s.spec.ports![0]!.nodePort);
+    expect(new Set(ips).size).toBe(20);
+    expect(new Set(ports).size).toBe(20);
+    // Each server sees the other's Services.
+    const listed = await request(servers[1]!, "GET", base("default"));
+    const names = (listed.json as { items: Svc[] }).items.map((s) => s.metadata.name);
+    for (const s of ok) expect(names).toContain(s.metadata.name);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A stand-in for nodes in the ReplicaSet and Deployment tests: watches one
  * namespace's Pods and marks each Running and Ready through the status
- * subresource, as a kubelet would once its containers start. `hold` keeps
+ * subresource, as a kubelet would once its containers start, with a Pod IP
+ * of its own (10.244.0.0/16, one per Pod marked) for the endpoint controllers. `hold` keeps
  * chosen Pods Pending (never ready), e.g. to stall a rollout.
  */
 import type { Pod } from "@setpoint/api";
@@ -26,6 +27,7 @@ export function startPodsReady(
   opts: { hold?: (p: Pod) => boolean } = {},
 ): PodsReady {
   let hold = opts.hold;
+  let ips = 0;
   const stop = new AbortController();
   const informer = new Informer<Pod>(client, POD, { namespace });
   const pending = new Set<Promise<void>>();
@@ -33,6 +35,8 @@ export function startPodsReady(
     if (stop.signal.aborted || p.metadata.deletionTimestamp || hold?.(p)) return;
     if (p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return;
     const t = now();
+    const n = ++ips;
+    const ip = p.status?.podIP ?? `10.244.${(n >> 8) & 255}.${n & 255}`;
     const w = client
       .patch(
         POD,
@@ -42,6 +46,8 @@ export function startPodsReady(
           status: {
             phase: "Running",
             startTime: t,
+            podIP: ip,
+            podIPs: [{ ip }],
             conditions: [
               { type: "PodScheduled", status: "True", lastTransitionTime: t },
               { type: "Initialized", status: "True", lastTransitionTime: t },

@@ -90,14 +90,23 @@ export function readTarget(kubeconfig: string): Required<Target> {
 }
 
 /**
- * Starts `setpoint up --listen 127.0.0.1:0 --no-agent args...` (`--agent` in args: with
- * its node agent) and waits for its serving line.
+ * Starts `setpoint up --listen 127.0.0.1:0 --no-agent --no-gateway args...` (`--agent`
+ * in args: with its node agent; `--gateway-listen` in args: with its gateway) and waits
+ * for its serving line.
  */
 export async function startSetpoint(args: string[]): Promise<SetpointProcess> {
   // No node agent unless a test asks for one (--agent): it would run Pods on this host.
   const agent = args.includes("--agent");
   const rest = args.filter((a) => a !== "--agent");
-  const base = ["up", "--listen", "127.0.0.1:0", ...(agent ? [] : ["--no-agent"])];
+  // Nor a gateway unless one is asked for with --gateway-listen.
+  const gateway = args.includes("--gateway-listen");
+  const base = [
+    "up",
+    "--listen",
+    "127.0.0.1:0",
+    ...(agent ? [] : ["--no-agent"]),
+    ...(gateway ? [] : ["--no-gateway"]),
+  ];
   const child = spawn(process.execPath, [SETPOINT_BIN, ...base, ...rest], {
     stdio: ["ignore", "pipe", "pipe"],
   });
