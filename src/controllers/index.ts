@@ -19,7 +19,8 @@
  * - `clusterrole-aggregation`: fills aggregated ClusterRoles with the rules of
  *   the roles they select (./clusterrole-aggregation.ts);
  * - `disruption`: PodDisruptionBudgets' status, which evictions consult
- *   (./disruption/).
+ *   (./disruption/);
+ * - `scheduler`: binds pending Pods to Nodes that fit (./scheduler/).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -80,6 +81,7 @@ import {
   ReplicaSetController,
   type ReplicaSetControllerOptions,
 } from "./replicaset/index.ts";
+import { SCHEDULER_CONTROLLER, Scheduler, type SchedulerOptions } from "./scheduler/index.ts";
 import {
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
@@ -152,6 +154,12 @@ export {
   type ReplicaSetControllerOptions,
 } from "./replicaset/index.ts";
 export {
+  DEFAULT_SCHEDULER_NAME,
+  SCHEDULER_CONTROLLER,
+  Scheduler,
+  type SchedulerOptions,
+} from "./scheduler/index.ts";
+export {
   DEFAULT_SERVICE_ACCOUNT,
   SERVICE_ACCOUNT_CONTROLLER,
   ServiceAccountController,
@@ -171,6 +179,7 @@ export interface BuiltinOptions {
   endpoint?: EndpointControllerOptions;
   endpointSlice?: EndpointSliceControllerOptions;
   disruption?: DisruptionControllerOptions;
+  scheduler?: SchedulerOptions;
   logger?: Logger;
 }
 
@@ -190,6 +199,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [ENDPOINTSLICE_CONTROLLER]: (o) => new EndpointSliceController(o.endpointSlice),
   [CLUSTER_ROLE_AGGREGATION_CONTROLLER]: () => new ClusterRoleAggregationController(),
   [DISRUPTION_CONTROLLER]: (o) => new DisruptionController(o.disruption),
+  [SCHEDULER_CONTROLLER]: (o) => new Scheduler(o.scheduler),
 };
 
 /** Names of the built-in controllers. */

@@ -1,12 +1,13 @@
 /**
  * `setpoint up` runs a node agent by default: its Node (named after the host)
- * registers and turns Ready, a Pod bound to it runs the shipped hello image with no
- * build step, and stopping `up` leaves the Pod's process running (the next start
- * adopts it); the test stops it.
+ * registers and turns Ready, a Deployment's Pods are scheduled to it (the
+ * built-in scheduler) and run the shipped hello image with no build step, and
+ * stopping `up` leaves the Pods' processes running (the next start adopts
+ * them); the test stops them.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Node, Pod } from "@setpoint/api";
+import type { Deployment, Node, Pod } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, expect, it } from "vitest";
 import type { AgentStateData } from "../../src/agent/state/index.ts";
@@ -41,7 +42,7 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-it("setpoint up runs an agent whose Node runs the hello image", async () => {
+it("setpoint up runs an agent whose Node runs a Deployment of the hello image", async () => {
   dataDir = tempDir("setpoint-up-agent-");
   up = await startSetpoint(["--agent", "--data-dir", dataDir]);
   const client = new Client(loadKubeconfig({ path: up.kubeconfig }));
@@ -55,28 +56,46 @@ it("setpoint up runs an agent whose Node runs the hello image", async () => {
       },
       30_000,
     );
-    await client.create<Pod>({
-      apiVersion: "v1",
-      kind: "Pod",
+    await client.create<Deployment>({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
       metadata: { name: "hello", namespace: "default" },
-      spec: { nodeName: node, containers: [{ name: "hello", image: "hello" }] },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: "hello" } },
+        template: {
+          metadata: { labels: { app: "hello" } },
+          spec: { containers: [{ name: "hello", image: "hello" }] },
+        },
+      },
     });
-    const ip = await eventually(
-      "the pod running",
+    const pods = await eventually(
+      "the Deployment's Pods running on the node",
       async () => {
-        const p = await client.get<Pod>({ apiVersion: "v1", kind: "Pod" }, "hello", "default");
-        return p.status?.phase === "Running" ? p.status.podIP : undefined;
+        const list = await client.list<Pod>(
+          { apiVersion: "v1", kind: "Pod" },
+          { namespace: "default", labelSelector: "app=hello" },
+        );
+        return list.items.length === 2 &&
+          list.items.every((p) => p.spec?.nodeName === node && p.status?.phase === "Running")
+          ? list.items
+          : undefined;
       },
       30_000,
     );
-    expect(await eventually("an answer", () => httpText(`http://${ip}:8080/`))).toBe(
-      "hello from hello (version latest)\n",
-    );
+    for (const p of pods) {
+      expect(await eventually("an answer", () => httpText(`http://${p.status?.podIP}:8080/`))).toBe(
+        `hello from ${p.metadata.name} (version latest)\n`,
+      );
+    }
+    const ip = pods[0].status?.podIP;
     const [pid] = statePids();
     await up.stop();
     up = undefined;
     process.kill(pid, 0);
-    expect(await httpText(`http://${ip}:8080/`)).toBe("hello from hello (version latest)\n");
+    expect(await httpText(`http://${ip}:8080/`)).toBe(
+      `hello from ${pods[0].metadata.name} (version latest)\n`,
+    );
   } finally {
     client.close();
   }

@@ -60,6 +60,7 @@ describe("controller manager", () => {
       "endpointslice",
     ]);
     expect(BUILTIN_CONTROLLER_NAMES).toContain("clusterrole-aggregation");
+    expect(BUILTIN_CONTROLLER_NAMES).toContain("scheduler");
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
     );

@@ -4,6 +4,7 @@ export * from "./jsonpath.ts";
 export * from "./labels.ts";
 export * from "./meta.ts";
 export * from "./patch/index.ts";
+export * from "./quantity.ts";
 export * from "./schema.ts";
 export * from "./status.ts";
 export * from "./validation.ts";

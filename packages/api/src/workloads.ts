@@ -58,6 +58,8 @@ export type {
   EndpointSubset,
   EnvVar,
   NodeCondition,
+  NodeSelectorRequirement,
+  NodeSelectorTerm,
   NodeSpec,
   NodeStatus,
   PodCondition,

@@ -9,7 +9,7 @@
  * `command` and `args` expand `$(NAME)` against the result.
  */
 import type { Container, EnvVar, Pod } from "@setpoint/api";
-import { parseQuantity } from "./quantity.ts";
+import { parseQuantity } from "@setpoint/api";
 
 /** ConfigMap and Secret data by namespace and name (Secret values decoded). */
 export interface EnvSources {

@@ -5,6 +5,8 @@
  * (backoff.ts) and log files (logs.ts); it keeps a record of each Pod
  * (record.ts) from which the Pod's status is computed (status.ts).
  */
+
+export { parseQuantity } from "@setpoint/api";
 export { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, Backoff, goDuration } from "./backoff.ts";
 export {
   containerEnv,
@@ -23,7 +25,6 @@ export {
 } from "./logs.ts";
 export { PROBE_DEFAULTS } from "./probes.ts";
 export { groupExists, isAlive, processStartTicks } from "./proc.ts";
-export { parseQuantity } from "./quantity.ts";
 export type { ContainerRecord, PodRecord, RunningProcess, TerminatedRun } from "./record.ts";
 export { rfc3339 } from "./record.ts";
 export { podPhase, podStatus } from "./status.ts";

@@ -17,6 +17,7 @@ import { type LoadKubeconfigOptions, loadKubeconfig, type RestConfig } from "./k
 import type {
   ApplyOptions,
   CallOptions,
+  CreateOptions,
   DeleteCollectionOptions,
   DeleteOptions,
   GetOptions,
@@ -39,6 +40,7 @@ export type { RestConfig } from "./kubeconfig.ts";
 export type {
   ApplyOptions,
   CallOptions,
+  CreateOptions,
   DeleteCollectionOptions,
   DeleteOptions,
   GetOptions,
@@ -315,14 +317,23 @@ export class Client implements Reader {
     );
   }
 
-  /** Creates `obj` (apiVersion and kind from the object). */
-  async create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
+  /**
+   * Creates `obj` (apiVersion and kind from the object), or with
+   * `opts.subresource` posts it to that subresource of the object it names
+   * (a Binding to a Pod's "binding"; the answer may be a Status).
+   */
+  async create<T extends KubeObject>(obj: T, opts: CreateOptions = {}): Promise<T> {
     const type = typeOf(obj);
-    const info = await this.resourceFor(type);
+    const info = await this.resourceFor(
+      opts.subresource && opts.parentType ? opts.parentType : type,
+    );
+    const namespace = namespaceOf(info, obj);
     const created = await this.wire.request<KubeObject>({
       verb: "create",
       method: "POST",
-      path: collectionPath(info, namespaceOf(info, obj)),
+      path: opts.subresource
+        ? objectPath(info, namespace, nameOf(obj), opts.subresource)
+        : collectionPath(info, namespace),
       query: writeQuery(opts),
       body: obj,
       signal: opts.signal,

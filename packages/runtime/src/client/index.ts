@@ -4,8 +4,8 @@
  *
  * The client covers the API as clients see it: typed verbs per object and per
  * collection (`deleteCollection`), subresources through the `subresource`
- * option of get, update and patch (`status`, `scale`, a Namespace's
- * `finalize`), every served resource from discovery (`serverResources`), and
+ * option of get, create, update and patch (`status`, `scale`, a Namespace's
+ * `finalize`, a Pod's `binding`), every served resource from discovery (`serverResources`), and
  * `raw` requests for the paths no typed verb covers (`/version`, `/livez`,
  * `/readyz`, the discovery roots), all with the same credentials, timeouts,
  * rate limit and request counts (`client.stats`). Reads given a `Kind<T>`
@@ -17,6 +17,7 @@ export {
   type CallOptions,
   Client,
   type ClientStats,
+  type CreateOptions,
   type DeleteCollectionOptions,
   type DeleteOptions,
   type GetOptions,

@@ -65,6 +65,16 @@ export interface WriteOptions extends CallOptions {
   fieldValidation?: "Strict" | "Warn" | "Ignore" | undefined;
 }
 
+export interface CreateOptions extends WriteOptions {
+  /**
+   * Create through a subresource of an existing object ("binding", "eviction")
+   * instead of in the collection; `obj` names that object and its namespace.
+   */
+  subresource?: string | undefined;
+  /** With `subresource`: the kind that has it (a Pod for a Binding). Default: `obj`'s own kind. */
+  parentType?: TypeRef | undefined;
+}
+
 export interface UpdateOptions extends WriteOptions {
   /** Replace a subresource ("status", "scale", a Namespace's "finalize") instead of the object. */
   subresource?: string | undefined;

@@ -12,6 +12,7 @@ import type { KubeList, KubeObject } from "@setpoint/api";
 import {
   type ApplyOptions,
   type Client,
+  type CreateOptions,
   type DeleteCollectionOptions,
   type DeleteOptions,
   type GetOptions,
@@ -77,8 +78,10 @@ export class ReconcileClient {
     return this.client.list<T>(type, withSignal(opts, this.signal));
   }
 
-  create<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
-    return this.track(typeOf(obj), () => this.client.create(obj, this.writeOpts(opts)));
+  /** Creates an object, or posts to a subresource (`opts.subresource`, e.g. a Pod's binding). */
+  create<T extends KubeObject>(obj: T, opts: CreateOptions = {}): Promise<T> {
+    const type = opts.subresource && opts.parentType ? opts.parentType : typeOf(obj);
+    return this.track(type, () => this.client.create(obj, this.writeOpts(opts)));
   }
 
   /** Replaces an object, or one of its subresources (`opts.subresource`). */

@@ -1,6 +1,6 @@
 /**
- * Resource quantities ("500m", "2", "128Mi", "1G") as numbers, for the
- * environment's resourceFieldRef and the Node's capacity.
+ * Resource quantities ("500m", "2", "128Mi", "1G") as numbers (for the
+ * agent's resourceFieldRef and Node capacity, and the scheduler's fit).
  */
 
 const SUFFIX: Record<string, number> = {
