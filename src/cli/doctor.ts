@@ -6,7 +6,9 @@
  * when any warns or fails, 2 on a usage error. See docs/doctor.md.
  */
 import { parseArgs } from "node:util";
+import type { KubeObject } from "@setpoint/api";
 import type { Client } from "@setpoint/runtime";
+import { parseTarget } from "./finalizers.ts";
 import {
   connect,
   listEverything,
@@ -31,13 +33,14 @@ import {
 } from "./inspect/hot-loop.ts";
 import { generationLags } from "./inspect/lag.ts";
 import { controllerLeases, isControllerLease, leaseInfo } from "./inspect/leases.ts";
+import { managedReport, renderManaged } from "./inspect/managed.ts";
 import {
   DEFAULT_REPEATED_LIST_RATE,
   parseClientLists,
   type RepeatedList,
   repeatedLists,
 } from "./inspect/repeated-lists.ts";
-import type { ServedResource } from "./inspect/resources.ts";
+import { objectRef, resolveResource, type ServedResource } from "./inspect/resources.ts";
 import { sampleWrites } from "./inspect/sample.ts";
 import { stuckObjects } from "./inspect/stuck.ts";
 import { DEFAULT_WARNING_WINDOW_MS, recentWarnings } from "./inspect/warnings.ts";
@@ -52,6 +55,7 @@ export const DEFAULT_STUCK_THRESHOLD = "10m";
 export const DEFAULT_SAMPLE = "5s";
 
 export const DOCTOR_USAGE = `Usage: setpoint doctor [flags]
+       setpoint doctor KIND/NAME [-n NAMESPACE] [-o json]
 
 Is the control plane healthy? Checks the apiserver (/livez, /readyz), each
 controller's leader Lease, objects whose status.observedGeneration lags their
@@ -60,6 +64,11 @@ their spec changes), clients listing whole collections again and again (from
 the apiserver's /metrics, during the sample), and recent Warning Events. Exit code 0 when healthy, 1 when
 problems are found. See docs/doctor.md.
 
+With KIND/NAME: who manages that object? Its controller (the controlling
+ownerReference), the controller's field managers and the fields it sets back
+when someone else changes them (change those in the controller's object), and
+every other field manager with its fields.
+
 Flags:
   --lag-threshold DURATION    report objects behind their spec this long (default ${DEFAULT_LAG_THRESHOLD})
   --stuck-threshold DURATION  report objects in deletion this long (default ${DEFAULT_STUCK_THRESHOLD})
@@ -67,6 +76,7 @@ Flags:
   --hot-loop-rate N           excess writes (or reconciles) per second that make a hot loop (default ${DEFAULT_HOT_LOOP_RATE})
   --warnings-since DURATION   window of recent Warning Events (default ${formatAge(DEFAULT_WARNING_WINDOW_MS)})
   -o, --output json           machine-readable report
+  -n, --namespace NS          the object's namespace, with KIND/NAME (default: the context's, else "default")
   --kubeconfig FILE           kubeconfig to use (default $KUBECONFIG, then ~/.kube/config)
   --context NAME              kubeconfig context to use
   -h, --help                  this help
@@ -91,13 +101,17 @@ export interface DoctorOptions {
   kubeconfig?: string;
   context?: string;
   help: boolean;
+  /** KIND/NAME given: report who manages that object. */
+  target?: { kind: string; name: string };
+  namespace?: string;
 }
 
 /** Parses doctor's flags; throws UsageError (or a parseArgs error) on a mistake. */
 export function parseDoctorArgs(argv: string[]): DoctorOptions {
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args: argv,
     options: {
+      namespace: { type: "string", short: "n" },
       "lag-threshold": { type: "string", default: DEFAULT_LAG_THRESHOLD },
       "stuck-threshold": { type: "string", default: DEFAULT_STUCK_THRESHOLD },
       sample: { type: "string", default: DEFAULT_SAMPLE },
@@ -108,6 +122,7 @@ export function parseDoctorArgs(argv: string[]): DoctorOptions {
       context: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
+    allowPositionals: true,
     strict: true,
   });
   const rate = Number(values["hot-loop-rate"]);
@@ -128,7 +143,28 @@ export function parseDoctorArgs(argv: string[]): DoctorOptions {
     kubeconfig: values.kubeconfig,
     context: values.context,
     help: values.help === true,
+    ...(positionals.length > 0 ? { target: parseTarget(positionals) } : {}),
+    ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
   };
+}
+
+/** `setpoint doctor KIND/NAME`: who manages the object (inspect/managed.ts). */
+async function doctorObject(
+  conn: ReturnType<typeof connect>,
+  opts: DoctorOptions & { target: { kind: string; name: string } },
+): Promise<number> {
+  const resource = resolveResource(
+    (await servedResources(conn.client)).resources,
+    opts.target.kind,
+  );
+  const namespace = resource.namespaced
+    ? (opts.namespace ?? conn.config.namespace ?? "default")
+    : undefined;
+  const type = { apiVersion: resource.apiVersion, kind: resource.kind };
+  const obj = await conn.client.get<KubeObject>(type, opts.target.name, namespace);
+  const report = managedReport(obj, objectRef(resource, obj));
+  print(opts.format === "json" ? renderJson(report) : renderManaged(report));
+  return 0;
 }
 
 /** GET /version; a non-2xx answer throws with its code and message. */
@@ -183,6 +219,14 @@ export async function doctor(argv: string[]): Promise<number> {
     return 1;
   }
   try {
+    if (opts.target) {
+      try {
+        return await doctorObject(conn, { ...opts, target: opts.target });
+      } catch (e) {
+        note(`setpoint doctor: ${e instanceof Error ? e.message : String(e)}`);
+        return e instanceof UsageError ? 2 : 1;
+      }
+    }
     const started = Date.now();
     let version: { gitVersion?: string };
     try {

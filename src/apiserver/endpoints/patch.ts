@@ -167,7 +167,13 @@ export async function patchResource(scope: RequestScope): Promise<void> {
   const patch = await decodePatch(type, raw);
   // The walks of an apply (field sets, merge, comparison) only ever see a configuration within the limits.
   if (type === "apply") checkLimits(patch.value, def);
-  const opts = { dryRun, manager, allowCreate: type === "apply", apply: type === "apply" };
+  const opts = {
+    dryRun,
+    manager,
+    allowCreate: type === "apply",
+    apply: type === "apply",
+    warnings: scope.warnings,
+  };
   const warningsBefore = scope.warnings.length;
 
   const outcome = await scope.store.update(opts, (current) => {

@@ -170,7 +170,11 @@ async function writeScale(
   const scale = scaleConfig(scope);
   const dryRun = parseDryRun(scope, "UpdateOptions");
   const manager = fieldManager(scope, "UpdateOptions");
-  const outcome = await scope.store.update({ dryRun, manager, allowCreate: false }, (current) => {
+  const warningsBefore = scope.warnings.length;
+  const opts = { dryRun, manager, allowCreate: false, warnings: scope.warnings };
+  const outcome = await scope.store.update(opts, (current) => {
+    // Warnings are recomputed on each attempt.
+    scope.warnings.length = warningsBefore;
     if (!current) throw errors.notFound(scope.subject);
     const body = change(scaleOf(current, scale, true));
     const replicas = requestedReplicas(scope, body);

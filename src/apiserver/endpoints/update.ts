@@ -35,7 +35,17 @@ export async function updateResource(scope: RequestScope): Promise<void> {
   checkName(scope, body);
   bindNamespace(scope, body);
   const candidate = convertToStorage(body, scope.def);
-  const opts = { dryRun, manager, allowCreate: allowsCreateOnUpdate(scope) };
-  const outcome = await scope.store.update(opts, () => candidate);
+  const opts = {
+    dryRun,
+    manager,
+    allowCreate: allowsCreateOnUpdate(scope),
+    warnings: scope.warnings,
+  };
+  const warningsBefore = scope.warnings.length;
+  const outcome = await scope.store.update(opts, () => {
+    // Warnings are recomputed on each attempt.
+    scope.warnings.length = warningsBefore;
+    return candidate;
+  });
   respondObject(scope, outcome.action === "create" ? 201 : 200, outcome.obj);
 }

@@ -20,6 +20,7 @@ import {
   statusUpdate,
   validateUpdate,
 } from "./lifecycle.ts";
+import { managedBoundaryWarning } from "./managed-boundary.ts";
 import { prepareNewObject } from "./new-object.ts";
 import type { StoreContext } from "./scope.ts";
 import { conflictError } from "./store-errors.ts";
@@ -31,6 +32,11 @@ export interface UpdatePlan {
   allowCreate: boolean;
   /** Server-side apply: field ownership was already recorded by the apply. */
   apply?: boolean;
+  /**
+   * Where to add warnings for the writer (the response's Warning headers): a write
+   * that changes fields the object's controller manages gets one (managed-boundary.ts).
+   */
+  warnings?: string[];
 }
 
 /** Keeps server-owned metadata from the stored object on a subresource write. */
@@ -123,5 +129,9 @@ export async function decideUpdate(
   validateUpdate(next, current, def);
   authorizeWrite(ctx, next, current);
   if (removing) return { action: "delete", obj: next };
+  if (plan.warnings) {
+    const warning = managedBoundaryWarning(current, next, plan.manager, sub);
+    if (warning !== undefined) plan.warnings.push(warning);
+  }
   return { action: "update", obj: next };
 }

@@ -3,11 +3,20 @@
  * format, ownership recorded on every write, conflicts, and merging applied
  * configurations per the schema. Pure logic: the apiserver calls
  * `updateManagedFields` on every non-apply write and `applyServerSide` for
- * `application/apply-patch+yaml` patches.
+ * `application/apply-patch+yaml` patches; what an object's controller manages
+ * (controller.ts).
  */
 export { type ApplyOptions, applyServerSide, BEFORE_FIRST_APPLY_MANAGER } from "./apply.ts";
 export { type Comparison, compareObjects } from "./compare.ts";
 export { ApplyConflicts, type Conflict, conflictError } from "./conflict.ts";
+export {
+  type ControllerManagement,
+  controllerManagement,
+  controllingReference,
+  deepestPaths,
+  entriesOwningReference,
+  fieldsOwnedBy,
+} from "./controller.ts";
 export { extractFields, TypedValueError } from "./extract.ts";
 export {
   canonicalPathKey,
