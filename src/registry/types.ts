@@ -4,7 +4,7 @@
  * ResourceDefinition and served through the same code path.
  */
 
-import type { KubeObject, NameRule, Schema, StatusCause } from "@setpoint/api";
+import type { KubeObject, NameRule, Schema, Status, StatusCause } from "@setpoint/api";
 import type { AccessAttributes, PolicyRule, RoleRef } from "./builtin/rbac/rules.ts";
 
 export interface ResourceNames {
@@ -249,10 +249,45 @@ export interface CreateSubresource {
    * Set when the create changes the parent object (Kubernetes' `pods/binding`):
    * the parent to store, made from the decoded, validated body and a copy of the
    * stored parent (called again when a concurrent write wins); throws a
-   * StatusError to refuse. The answer is then a 201 Success Status. Without it the
-   * apiserver must implement the subresource itself.
+   * StatusError to refuse. The answer is then a 201 Success Status. Without it
+   * (or `act`) the apiserver must implement the subresource itself.
    */
   updateParent?(body: KubeObject, parent: KubeObject, now: Date): KubeObject;
+  /**
+   * Set when the create acts on its parent and on other objects (Kubernetes'
+   * `pods/eviction`): called with the decoded, validated body and what the
+   * apiserver lets it do (see SubresourceActions); throws a StatusError to
+   * refuse, and returns the Status to answer (undefined: 201 Success).
+   */
+  act?(body: KubeObject, actions: SubresourceActions): Promise<Status | undefined>;
+}
+
+/**
+ * What a create subresource's `act` may do, through the apiserver's resource
+ * stores and under the rules of every write (the request itself was
+ * authorized; these steps are the server's own). Objects are in their storage
+ * version; other resources are named by group and plural, in the parent's
+ * namespace.
+ */
+export interface SubresourceActions {
+  /** The request's `dryRun`. */
+  readonly dryRun: boolean;
+  /** The parent, read from storage (404 when it does not exist). */
+  parent(): Promise<KubeObject>;
+  /**
+   * Writes the parent's status to what `update` makes of the stored parent
+   * (through the status subresource; again when a concurrent write wins);
+   * returns the stored parent. `update` throws a StatusError to refuse.
+   */
+  updateParentStatus(update: (current: KubeObject) => KubeObject): Promise<KubeObject>;
+  /** Deletes the parent as a DELETE with these DeleteOptions (their JSON form) would. */
+  deleteParent(options: Record<string, unknown>): Promise<void>;
+  /** Every object of another resource in the parent's namespace, read from storage. */
+  list(group: string, plural: string): Promise<KubeObject[]>;
+  /** One object of another resource in the parent's namespace (404 when absent). */
+  get(group: string, plural: string, name: string): Promise<KubeObject>;
+  /** Writes an object's status; 409 Conflict when its resourceVersion is not the stored one. */
+  updateStatus(group: string, plural: string, obj: KubeObject): Promise<KubeObject>;
 }
 
 /** Who sent a request, as a review type sees it. */

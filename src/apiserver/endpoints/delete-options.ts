@@ -75,6 +75,11 @@ function validate(raw: Record<string, unknown>): DeleteOptions {
   return out;
 }
 
+/** DeleteOptions given as an object (e.g. an Eviction's `deleteOptions`), validated as a DELETE's. */
+export function deleteOptionsFrom(raw: Record<string, unknown>): DeleteOptions {
+  return validate(raw);
+}
+
 /**
  * DeleteOptions of a request: the body when it has one (JSON, YAML or protobuf),
  * the query parameters otherwise, as Kubernetes reads them.

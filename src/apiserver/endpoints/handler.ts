@@ -438,7 +438,9 @@ async function serveResource(
     if (extra) served = extra.verbs;
     else if (
       creates &&
-      (creates.updateParent || creators.has(creatorKey(def.group, def.names.plural, creates.name)))
+      (creates.updateParent ||
+        creates.act ||
+        creators.has(creatorKey(def.group, def.names.plural, creates.name)))
     )
       served = CREATE_VERBS;
     else throw notFound();
@@ -490,7 +492,7 @@ async function serveResource(
   }
 
   if (def.review) return createReview(scope, def.review);
-  if (creates?.updateParent) return createUpdatingParent(scope, creates);
+  if (creates?.updateParent || creates?.act) return createUpdatingParent(scope, creates);
   if (creates)
     return creators.get(creatorKey(def.group, def.names.plural, creates.name))!(scope, creates);
   if (scope.subresource === "scale") {

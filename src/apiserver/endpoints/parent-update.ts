@@ -1,26 +1,30 @@
 /**
- * POST on a create subresource that changes its parent (Kubernetes' named creater
- * with an update behind it, e.g. `pods/<name>/binding`): the body, an object of
- * the subresource's kind, is decoded, field-validated and validated by that kind's
- * strategy; the parent is then updated to what the definition's `updateParent`
- * makes of it, under the rules of every update of the parent (its validation,
- * field ownership, retried when a concurrent write wins). The answer is 201 with
- * a Success Status, as kube-apiserver answers.
+ * POST on a create subresource the definition carries out (Kubernetes' named
+ * creaters with writes behind them): the body, an object of the subresource's
+ * kind, is decoded, field-validated and validated by that kind's strategy; then
+ *
+ * - with `updateParent` (e.g. `pods/<name>/binding`) the parent is updated to
+ *   what it makes of it, under the rules of every update of the parent (its
+ *   validation, field ownership, retried when a concurrent write wins);
+ * - with `act` (e.g. `pods/<name>/eviction`) the definition acts through
+ *   SubresourceActions (./subresource-actions.ts) and says what to answer.
+ *
+ * The answer is a Status: 201 Success, as kube-apiserver answers, unless `act`
+ * returns another.
  */
-import { errors, type Status } from "@setpoint/api";
+import { errors, type KubeObject, type Status } from "@setpoint/api";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
 import type { RequestScope } from "./context.ts";
 import { bindNamespace } from "./create.ts";
 import { fieldManager, parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondStatus } from "./respond.ts";
+import { subresourceActions } from "./subresource-actions.ts";
 
-/** Handles POST on a create subresource with `updateParent`; `scope` addresses the parent. */
-export async function createUpdatingParent(
+/** The request body of a create subresource: decoded, defaulted and validated as its kind. */
+async function readSubresourceBody(
   scope: RequestScope,
   sub: CreateSubresource,
-): Promise<void> {
-  const update = sub.updateParent;
-  if (!update) throw errors.internal(`${sub.name} does not update its parent`);
+): Promise<{ body: KubeObject; dryRun: boolean; manager: string }> {
   const kind = sub.kind;
   const version = storageVersion(kind);
   const bodyScope: RequestScope = {
@@ -41,18 +45,28 @@ export async function createUpdatingParent(
   kind.strategy.default?.(body);
   const causes = kind.strategy.validate?.(body, undefined) ?? [];
   if (causes.length > 0) throw errors.invalid(kind.names.kind, name, causes, kind.group);
+  return { body, dryRun, manager };
+}
 
-  const opts = { dryRun, manager, allowCreate: false };
-  await scope.store.update(opts, (current) => {
-    if (!current) throw errors.notFound(scope.subject);
-    return update(body, structuredClone(current), new Date());
-  });
-  const status: Status = {
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Success",
-    code: 201,
-  };
-  respondStatus(scope, status);
+/** Handles POST on a create subresource with `updateParent` or `act`; `scope` addresses the parent. */
+export async function createUpdatingParent(
+  scope: RequestScope,
+  sub: CreateSubresource,
+): Promise<void> {
+  const { update, act } = { update: sub.updateParent, act: sub.act };
+  if (!update && !act) throw errors.internal(`${sub.name} does not update its parent`);
+  const { body, dryRun, manager } = await readSubresourceBody(scope, sub);
+  let answer: Status | undefined;
+  if (act) {
+    answer = await act(body, subresourceActions(scope, { dryRun, manager }));
+  } else if (update) {
+    await scope.store.update({ dryRun, manager, allowCreate: false }, (current) => {
+      if (!current) throw errors.notFound(scope.subject);
+      return update(body, structuredClone(current), new Date());
+    });
+  }
+  respondStatus(
+    scope,
+    answer ?? { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 },
+  );
 }

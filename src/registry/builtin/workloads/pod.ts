@@ -10,6 +10,7 @@ import { field, fieldObject, fieldString } from "../build.ts";
 import { podBindingSubresource } from "./binding.ts";
 import { AGE_COLUMN, NONE } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
+import { podEvictionSubresource } from "./eviction.ts";
 import { defaultNewPodSpec, defaultPodSpec, qosClass } from "./pod-defaults.ts";
 import { validatePod } from "./validation.ts";
 
@@ -155,7 +156,7 @@ export const podDefinition = workloadDefinition({
   namespaced: true,
   status: true,
   generation: false,
-  createSubresources: [podBindingSubresource],
+  createSubresources: [podBindingSubresource, podEvictionSubresource],
   columns: [
     {
       name: "Ready",
