@@ -1,7 +1,8 @@
 /**
  * `kubectl drain` with the real kubectl against a real apiserver and the
  * disruption controller: the node is cordoned, its Pods are evicted through
- * `pods/eviction` (an emptyDir Pod too, with --delete-emptydir-data) while
+ * `pods/eviction` (an emptyDir Pod too, with --delete-emptydir-data) within
+ * a budget made with `kubectl create pdb`, while
  * Pods elsewhere stay, and drain waits for them to be gone; a
  * PodDisruptionBudget that allows no disruption makes drain retry every 5 s
  * and give up at its --timeout, reporting as kubectl does. Nodes and the
@@ -174,12 +175,13 @@ describe("kubectl drain", () => {
     const [node, other] = [await makeNode(), await makeNode()];
     kubelet(env.client, ns);
     const web = await replicaSetPods(ns, "web", [node, node, other], { emptyDir: true });
-    await env.client.create<KubeObject>({
-      ...PDB,
-      metadata: { name: "web", namespace: ns },
-      spec: { minAvailable: 1, selector: { matchLabels: { app: "web" } } },
-    });
+    expect(
+      await k.ok(["create", "pdb", "web", "-n", ns, "--selector=app=web", "--min-available=1"]),
+    ).toBe("poddisruptionbudget.policy/web created\n");
     await allowed(ns, "web", 2);
+    expect(await k.ok(["get", "pdb", "web", "-n", ns])).toMatch(
+      /^NAME\s+MIN AVAILABLE\s+MAX UNAVAILABLE\s+ALLOWED DISRUPTIONS\s+AGE\nweb\s+1\s+N\/A\s+2\s+\d+s\n$/,
+    );
 
     const r = await k.run(
       ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"],
