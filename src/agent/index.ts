@@ -3,7 +3,8 @@
  * bound to its Node as processes and keeps them running without the control
  * plane. Its parts: the image store (images/), the pod worker and Pod status
  * (pods/), the state on disk (state/), the Node and its Lease (node/), Pod
- * addresses (pod-addresses.ts). Built on @setpoint/runtime and @setpoint/api only.
+ * addresses (pod-addresses.ts); simulated nodes without processes (simulate/).
+ * Built on @setpoint/runtime and @setpoint/api only.
  */
 export { Agent, type AgentOptions } from "./agent.ts";
 export { DEFAULT_POD_RANGE, PodAddresses } from "./pod-addresses.ts";

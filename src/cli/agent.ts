@@ -4,11 +4,17 @@
  * running when the API server is gone. On SIGINT/SIGTERM it exits and leaves its
  * Pods running (their state is in the data dir for the next start), unless
  * --stop-pods-on-exit.
+ *
+ * With --simulate N it runs N simulated nodes instead (src/agent/simulate/):
+ * Nodes with Lease heartbeats whose Pods become Running and Ready (and
+ * Succeeded, for restartPolicy Never/OnFailure) without any process.
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client, KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { Agent, DEFAULT_POD_RANGE } from "../agent/index.ts";
+import { DEFAULT_SIMULATED_RUN_MS, Simulator } from "../agent/simulate/index.ts";
+import { parseDuration } from "./controller-manager.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { defaultNodeName } from "./node-name.ts";
 import { parseListen } from "./up.ts";
@@ -28,6 +34,12 @@ Flags:
   --pod-range N              Pod addresses are 127.N.x.y (default ${DEFAULT_POD_RANGE}); one range per agent
   --listen HOST:PORT         the agent's endpoint, /healthz and /pods (default 127.0.0.1:0)
   --stop-pods-on-exit        stop every Pod when the agent exits (default: leave them running)
+
+Simulated nodes (no processes; for tests and benchmarks):
+  --simulate N               run N simulated nodes named PREFIX0..PREFIX{N-1} instead of a real one
+  --node-prefix PREFIX       their names' prefix (default sim-)
+  --heartbeat DURATION       how often they renew their Leases (default 10s)
+  --run-time DURATION        how long a Pod with restartPolicy Never/OnFailure runs before it succeeds (default ${DEFAULT_SIMULATED_RUN_MS / 1000}s)
 ${logUsage(29)}`;
 
 export async function agent(argv: string[]): Promise<number> {
@@ -58,6 +70,10 @@ async function run(argv: string[]): Promise<number> {
       "pod-range": { type: "string" },
       listen: { type: "string", default: "127.0.0.1:0" },
       "stop-pods-on-exit": { type: "boolean", default: false },
+      simulate: { type: "string" },
+      "node-prefix": { type: "string", default: "sim-" },
+      heartbeat: { type: "string" },
+      "run-time": { type: "string" },
       // Internal (setpoint up): exit when this process is no longer the parent.
       "parent-pid": { type: "string" },
       ...LOG_OPTIONS,
@@ -69,6 +85,7 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(AGENT_USAGE);
     return 0;
   }
+  if (values.simulate !== undefined) return simulate(values);
   const range = values["pod-range"] === undefined ? DEFAULT_POD_RANGE : Number(values["pod-range"]);
   if (!Number.isInteger(range) || range < 1 || range > 254) {
     throw new UsageError(
@@ -97,16 +114,79 @@ async function run(argv: string[]): Promise<number> {
   process.stdout.write(
     `agent ${nodeName} running ${instance.workers.size} pods from ${dataDir}; endpoint http://${listen.host}:${instance.port} (pods 127.${range}.x.y) against ${restConfig.server}\n`,
   );
-  await new Promise<void>((done) => {
+  await untilSignal(logger, values["parent-pid"], values["stop-pods-on-exit"]);
+  await instance.stop({ stopPods: values["stop-pods-on-exit"] });
+  return 0;
+}
+
+/** Parses a duration flag (Go syntax); a usage error names the flag. */
+function durationFlag(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseDuration(text);
+  } catch {
+    throw new UsageError(
+      `--${flag} must be a duration such as 1s or 500ms, got ${JSON.stringify(text)}`,
+    );
+  }
+}
+
+/** `setpoint agent --simulate N`: simulated nodes until SIGINT/SIGTERM (or the parent exits). */
+async function simulate(values: {
+  simulate?: string;
+  "node-prefix"?: string;
+  heartbeat?: string;
+  "run-time"?: string;
+  kubeconfig?: string;
+  context?: string;
+  "parent-pid"?: string;
+  "log-level": string;
+  "log-format"?: string;
+}): Promise<number> {
+  const count = Number(values.simulate);
+  if (!Number.isInteger(count) || count < 1 || count > 10_000) {
+    throw new UsageError(
+      `--simulate must be 1 to 10000 nodes, got ${JSON.stringify(values.simulate)}`,
+    );
+  }
+  const heartbeatMs = durationFlag("heartbeat", values.heartbeat);
+  const runMs = durationFlag("run-time", values["run-time"]);
+  const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
+  const { logger } = createCliLogger(values);
+  const prefix = values["node-prefix"] ?? "sim-";
+  const sim = new Simulator({
+    client: new Client({ ...restConfig, userAgent: "setpoint-agent/simulated" }),
+    nodes: count,
+    prefix,
+    heartbeatMs,
+    runMs,
+    logger,
+  });
+  await sim.start();
+  process.stdout.write(
+    `agent simulating ${count} node${count > 1 ? "s" : ""} ${prefix}0${count > 1 ? `..${prefix}${count - 1}` : ""} against ${restConfig.server}\n`,
+  );
+  await untilSignal(logger, values["parent-pid"]);
+  await sim.stop();
+  return 0;
+}
+
+/** Resolves on SIGINT or SIGTERM, or once `parentPid` is no longer this process's parent. */
+function untilSignal(
+  logger: { info(o: object, msg: string): void },
+  parentPid: string | undefined,
+  stopPods?: boolean,
+): Promise<void> {
+  return new Promise<void>((done) => {
     const onSignal = (signal: string) => {
-      logger.info({ signal, stopPods: values["stop-pods-on-exit"] }, "shutting down");
+      logger.info({ signal, ...(stopPods === undefined ? {} : { stopPods }) }, "shutting down");
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       done();
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
-    const parent = values["parent-pid"] ? Number(values["parent-pid"]) : undefined;
+    const parent = parentPid ? Number(parentPid) : undefined;
     if (parent) {
       const watch = setInterval(() => {
         if (process.ppid !== parent) {
@@ -117,6 +197,4 @@ async function run(argv: string[]): Promise<number> {
       watch.unref();
     }
   });
-  await instance.stop({ stopPods: values["stop-pods-on-exit"] });
-  return 0;
 }

@@ -16,8 +16,10 @@ export {
 } from "./lease.ts";
 export {
   MAX_PODS,
+  machineResourceList,
   machineResources,
   type NodeIdentity,
+  type NodeResourceList,
   nodeObject,
   nodeStatus,
 } from "./node-object.ts";

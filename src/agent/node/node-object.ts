@@ -79,15 +79,30 @@ const HEALTHY: ConditionSpec[] = [
   ["Ready", "True", "KubeletReady", "kubelet is posting ready status"],
 ];
 
-/** The Node's status now; conditions keep their transition time from `previous` when unchanged. */
-export function nodeStatus(id: NodeIdentity, now: string, previous?: NodeStatus): NodeStatus {
-  const res = machineResources(id.dataDir);
-  const resources = {
+/** Capacity and allocatable as quantities (cpu, memory, pods, ephemeral-storage). */
+export type NodeResourceList = Record<string, string>;
+
+/** The machine's resources as the kubelet reports them. */
+export function machineResourceList(dataDir: string): NodeResourceList {
+  const res = machineResources(dataDir);
+  return {
     cpu: String(res.cpu),
     "ephemeral-storage": `${Math.floor(res.ephemeralStorage / 1024)}Ki`,
     memory: `${Math.floor(res.memory / 1024)}Ki`,
     pods: String(MAX_PODS),
   };
+}
+
+/**
+ * The Node's status now; conditions keep their transition time from
+ * `previous` when unchanged. `resources` default to this machine's.
+ */
+export function nodeStatus(
+  id: NodeIdentity,
+  now: string,
+  previous?: NodeStatus,
+  resources: NodeResourceList = machineResourceList(id.dataDir),
+): NodeStatus {
   const conditions: NodeCondition[] = HEALTHY.map(([type, status, reason, message]) => {
     const prev = previous?.conditions?.find((c) => c.type === type);
     return {
