@@ -56,6 +56,8 @@ export interface ClaimInput<T extends KubeObject> {
   /** Whether an object's labels match the owner's selector. */
   matches(obj: T): boolean;
   client: PatchClient;
+  /** Finalizers an adopted object gets in the same patch (a Job's Pods: its tracking finalizer). */
+  adoptFinalizers?: readonly string[];
 }
 
 /** What claiming found: the owner's objects after adoption and release. */
@@ -90,7 +92,10 @@ export async function claimObjects<T extends KubeObject>(
   for (const o of input.orphans) {
     if (o.metadata.deletionTimestamp || !input.matches(o)) continue;
     const refs = [...(o.metadata.ownerReferences ?? []), controllerRefTo(owner)];
-    const adopted = await patchRefs<T>(client, type, o, refs);
+    const finalizers = input.adoptFinalizers?.length
+      ? [...new Set([...(o.metadata.finalizers ?? []), ...input.adoptFinalizers])]
+      : undefined;
+    const adopted = await patchRefs<T>(client, type, o, refs, finalizers);
     if (adopted) {
       out.claimed.push(adopted);
       out.adopted++;
@@ -104,6 +109,7 @@ async function patchRefs<T extends KubeObject>(
   type: TypeRef,
   o: T,
   refs: OwnerReference[],
+  finalizers?: string[],
 ): Promise<T | undefined> {
   try {
     return await client.patch<T>(
@@ -115,6 +121,7 @@ async function patchRefs<T extends KubeObject>(
           ownerReferences: refs.length > 0 ? refs : null,
           resourceVersion: o.metadata.resourceVersion,
           uid: o.metadata.uid,
+          ...(finalizers ? { finalizers } : {}),
         },
       },
       { type: "merge" },
@@ -133,14 +140,24 @@ export function selectorOf(sel: unknown): LabelSelector {
   return labelSelectorFromMetav1(sel as MetaV1LabelSelector | undefined);
 }
 
+/** The controlling owner reference of `obj` when it is a `kind` of API group `group`. */
+export function controllerOfKind(
+  obj: KubeObject,
+  group: string,
+  kind: string,
+): OwnerReference | undefined {
+  const ref = obj.metadata.ownerReferences?.find((r) => r.controller === true);
+  return ref?.kind === kind && ref.apiVersion.startsWith(`${group}/`) ? ref : undefined;
+}
+
 /** The controlling owner reference of `obj` when it is an apps/v1 `kind` (ReplicaSet, Deployment). */
 export function appsControllerOf(obj: KubeObject, kind: string): OwnerReference | undefined {
-  const ref = obj.metadata.ownerReferences?.find((r) => r.controller === true);
-  return ref?.kind === kind && ref.apiVersion.startsWith("apps/") ? ref : undefined;
+  return controllerOfKind(obj, "apps", kind);
 }
 
 /**
- * Whom an event on `obj` wakes: its controller of `kind`; for an orphan,
+ * Whom an event on `obj` wakes: its controller of `kind` (in API group
+ * `group`, apps unless told); for an orphan,
  * every candidate (same namespace) whose non-empty selector matches its labels;
  * for an object another kind controls, nobody.
  */
@@ -148,9 +165,10 @@ export function ownersToWake(
   obj: KubeObject,
   kind: string,
   candidates: (namespace: string) => readonly (KubeObject & { spec?: { selector?: unknown } })[],
+  group = "apps",
 ): { namespace: string; name: string }[] {
   const ns = obj.metadata.namespace ?? "";
-  const ref = appsControllerOf(obj, kind);
+  const ref = controllerOfKind(obj, group, kind);
   if (ref) return [{ namespace: ns, name: ref.name }];
   if (obj.metadata.ownerReferences?.some((r) => r.controller === true)) return [];
   const out: { namespace: string; name: string }[] = [];

@@ -20,7 +20,10 @@
  *   the roles they select (./clusterrole-aggregation.ts);
  * - `disruption`: PodDisruptionBudgets' status, which evictions consult
  *   (./disruption/);
- * - `scheduler`: binds pending Pods to Nodes that fit (./scheduler/).
+ * - `scheduler`: binds pending Pods to Nodes that fit (./scheduler/);
+ * - `job`: runs Jobs' Pods to completion (./job/);
+ * - `ttl-after-finished`: deletes finished Jobs after their TTL
+ *   (./ttl-after-finished.ts).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
  * work queues over HTTP) and can be switched off by name.
@@ -65,6 +68,7 @@ import {
   GarbageCollector,
   type GarbageCollectorOptions,
 } from "./garbagecollector/index.ts";
+import { JOB_CONTROLLER, JobController, type JobControllerOptions } from "./job/index.ts";
 import {
   NAMESPACE_CONTROLLER,
   NamespaceController,
@@ -87,6 +91,11 @@ import {
   ServiceAccountController,
   type ServiceAccountControllerOptions,
 } from "./service-accounts.ts";
+import {
+  TTL_AFTER_FINISHED_CONTROLLER,
+  TtlAfterFinishedController,
+  type TtlAfterFinishedOptions,
+} from "./ttl-after-finished.ts";
 
 export type { BuiltinController } from "./builtin-controller.ts";
 export {
@@ -131,6 +140,13 @@ export {
   type GarbageCollectorOptions,
 } from "./garbagecollector/index.ts";
 export {
+  DEFAULT_JOB_WORKERS,
+  JOB_CONTROLLER,
+  JOB_TRACKING_FINALIZER,
+  JobController,
+  type JobControllerOptions,
+} from "./job/index.ts";
+export {
   NAMESPACE_CONDITION_TYPES,
   NAMESPACE_CONTROLLER,
   NamespaceController,
@@ -165,6 +181,13 @@ export {
   ServiceAccountController,
   type ServiceAccountControllerOptions,
 } from "./service-accounts.ts";
+export {
+  DEFAULT_TTL_AFTER_FINISHED_WORKERS,
+  TTL_AFTER_FINISHED_CONTROLLER,
+  TtlAfterFinishedController,
+  type TtlAfterFinishedOptions,
+  ttlRemainingMs,
+} from "./ttl-after-finished.ts";
 
 /** Settings of every built-in controller. */
 export interface BuiltinOptions {
@@ -180,6 +203,8 @@ export interface BuiltinOptions {
   endpointSlice?: EndpointSliceControllerOptions;
   disruption?: DisruptionControllerOptions;
   scheduler?: SchedulerOptions;
+  job?: JobControllerOptions;
+  ttlAfterFinished?: TtlAfterFinishedOptions;
   logger?: Logger;
 }
 
@@ -200,6 +225,8 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [CLUSTER_ROLE_AGGREGATION_CONTROLLER]: () => new ClusterRoleAggregationController(),
   [DISRUPTION_CONTROLLER]: (o) => new DisruptionController(o.disruption),
   [SCHEDULER_CONTROLLER]: (o) => new Scheduler(o.scheduler),
+  [JOB_CONTROLLER]: (o) => new JobController(o.job),
+  [TTL_AFTER_FINISHED_CONTROLLER]: (o) => new TtlAfterFinishedController(o.ttlAfterFinished),
 };
 
 /** Names of the built-in controllers. */

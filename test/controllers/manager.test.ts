@@ -61,6 +61,8 @@ describe("controller manager", () => {
     ]);
     expect(BUILTIN_CONTROLLER_NAMES).toContain("clusterrole-aggregation");
     expect(BUILTIN_CONTROLLER_NAMES).toContain("scheduler");
+    expect(BUILTIN_CONTROLLER_NAMES).toContain("job");
+    expect(BUILTIN_CONTROLLER_NAMES).toContain("ttl-after-finished");
     expect(() => createControllerManager({ restConfig: env.config, disabled: ["gc"] })).toThrow(
       UnknownControllerError,
     );
