@@ -84,7 +84,8 @@ describe("setpoint controller-manager", () => {
       expect(r.stderr).toContain('unknown controller "gc"');
       expect(r.stderr).toContain(BUILTIN_CONTROLLER_NAMES.join(", "));
     }
-  });
+    // Three cold starts of the CLI at once: slow on a loaded 2-core machine.
+  }, 90_000);
 
   it("names the flag of an address in use in one line, and exits 1", async () => {
     const held = net.createServer();
