@@ -6,7 +6,8 @@
  * Pods elsewhere stay, and drain waits for them to be gone; a
  * PodDisruptionBudget that allows no disruption makes drain retry every 5 s
  * and give up at its --timeout, reporting as kubectl does. Nodes and the
- * kubelet's part (Pods Ready, terminating Pods removed) are played by the test.
+ * kubelet's part (Pods Ready, terminating Pods removed) are played by the test;
+ * kubectl 1.27 and 1.33 drain the same way.
  */
 import type { KubeObject, Node, Pod } from "@setpoint/api";
 import { type Client, Informer, isConflict, isNotFound } from "@setpoint/runtime";
@@ -43,11 +44,11 @@ function stamp(): string {
 
 let seq = 0;
 /** A Ready Node, as its agent registers it. */
-async function makeNode(): Promise<string> {
+async function makeNode(client: Client = env.client): Promise<string> {
   const name = `drain-${process.pid}-${++seq}`;
-  const node = await env.client.create<Node>({ ...NODE, metadata: { name } });
+  const node = await client.create<Node>({ ...NODE, metadata: { name } });
   const t = stamp();
-  await env.client.updateStatus<Node>({
+  await client.updateStatus<Node>({
     ...node,
     status: {
       conditions: [
@@ -98,9 +99,10 @@ async function replicaSetPods(
   ns: string,
   name: string,
   nodes: string[],
-  opts: { emptyDir?: boolean } = {},
+  opts: { emptyDir?: boolean; client?: Client } = {},
 ): Promise<string[]> {
-  const rs = await env.client.create<KubeObject>({
+  const client = opts.client ?? env.client;
+  const rs = await client.create<KubeObject>({
     ...RS,
     metadata: { name, namespace: ns },
     spec: {
@@ -115,7 +117,7 @@ async function replicaSetPods(
   const names: string[] = [];
   for (const [i, nodeName] of nodes.entries()) {
     const pod = `${name}-${i}`;
-    await env.client.create<Pod>({
+    await client.create<Pod>({
       ...POD,
       metadata: {
         name: pod,
@@ -247,5 +249,29 @@ describe("kubectl drain", () => {
     expect(p.metadata.deletionTimestamp).toBeUndefined();
     expect(p.status?.conditions?.some((c) => c.type === "DisruptionTarget")).toBe(false);
     expect((await env.client.get<Node>(NODE, node)).spec?.unschedulable).toBe(true);
+  });
+
+  it("is what kubectl 1.27 and 1.33 do too", async () => {
+    for (const minor of [27, 33]) {
+      const other = await startTestEnv({ controllers: false, kubernetesMinor: minor });
+      const kk = new Kubectl(other.kubeconfigPath);
+      try {
+        const ns = await freshNamespace(other.client);
+        const node = await makeNode(other.client);
+        kubelet(other.client, ns);
+        const [pod] = await replicaSetPods(ns, "app", [node], { client: other.client });
+        const r = await kk.run(["drain", node, "--ignore-daemonsets", "--timeout=60s"], {
+          timeoutMs: 90_000,
+        });
+        expect(r.code, `kubectl 1.${minor}: ${r.stderr}${r.stdout}`).toBe(0);
+        expect(r.stdout).toBe(
+          `node/${node} cordoned\nevicting pod ${ns}/${pod}\npod/${pod} evicted\nnode/${node} drained\n`,
+        );
+        expect((await kk.ok(["version", "-o", "json"])).includes(`"minor": "${minor}"`)).toBe(true);
+      } finally {
+        await kk.close();
+        await other.stop();
+      }
+    }
   });
 });
