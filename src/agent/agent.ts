@@ -13,6 +13,9 @@
  *   of the status subresource) only when it differs from what the server holds.
  * - Nothing is stopped because the apiserver cannot be reached: until the Pod
  *   informer has listed, the Pods on disk are the desired state; after, the list is.
+ * - The service proxy (src/proxy/) serves Services' cluster IPs and node ports on
+ *   this machine from its table on disk and the API; its table also gives Pods
+ *   their Service environment variables.
  * - Stopping the agent leaves its Pods running (unless asked to stop them).
  */
 import { createServer, type Server } from "node:http";
@@ -25,6 +28,7 @@ import {
   isNotFound,
   type RuntimeLogger,
 } from "@setpoint/runtime";
+import { ServiceProxy, serviceEnv } from "../proxy/index.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { PodEventRecorder } from "./events.ts";
 import { ImageStore, importBuiltinImages } from "./images/index.ts";
@@ -84,6 +88,10 @@ export interface AgentOptions {
   /** Restart back-off (Kubernetes' 10 s to 300 s by default; tests shorten it). */
   restartBackoff?: { initialMs?: number; maxMs?: number };
   leaseIntervalMs?: number;
+  /** Run the service proxy (default true). */
+  serviceProxy?: boolean;
+  /** Base ejection time of a failing Service endpoint, ms (default 5000). */
+  serviceEjectMs?: number;
 }
 
 interface SecretObject {
@@ -119,6 +127,8 @@ export class Agent {
   private lease: Promise<void> | undefined;
   private identity: NodeIdentity;
   private readonly events: PodEventRecorder;
+  /** The service proxy, unless switched off. */
+  readonly proxy: ServiceProxy | undefined;
   /** Status writes done (for tests and benchmarks). */
   statusWrites = 0;
 
@@ -140,6 +150,15 @@ export class Agent {
       dataDir: opts.dataDir,
     };
     this.events = new PodEventRecorder(opts.client, opts.nodeName);
+    if (opts.serviceProxy !== false) {
+      this.proxy = new ServiceProxy({
+        client: opts.client,
+        dataDir: opts.dataDir,
+        nodeAddress: this.identity.address,
+        logger: this.log,
+        ejectMs: opts.serviceEjectMs,
+      });
+    }
     this.informer = new Informer<Pod>(opts.client, POD, {
       fieldSelector: `spec.nodeName=${opts.nodeName}`,
       backoffInitialMs: 200,
@@ -164,6 +183,7 @@ export class Agent {
   private readonly sources: EnvSources = {
     configMap: (ns, name) => this.state.configMaps[`${ns}/${name}`],
     secret: (ns, name) => this.state.secrets[`${ns}/${name}`],
+    services: (ns, links) => serviceEnv(this.proxy?.table, ns, links),
   };
 
   /** Reads the ConfigMaps and Secrets a Pod uses; keeps the last known data when the apiserver is away. */
@@ -232,6 +252,8 @@ export class Agent {
     } catch (err) {
       this.log.warn({ err: String(err) }, "could not import the built-in images");
     }
+    // Services first: a container restarted from disk gets its Service variables.
+    this.proxy?.start();
     let adopted = 0;
     let gone = 0;
     for (const record of Object.values(this.state.pods)) {
@@ -560,6 +582,7 @@ export class Agent {
     }
     if (opts.stopPods) this.state.pods = {};
     this.stateFile.flush();
+    await this.proxy?.stop();
     await this.lease;
     await new Promise<void>((done) => (this.server ? this.server.close(() => done()) : done()));
     this.server?.closeAllConnections();

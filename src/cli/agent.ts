@@ -1,7 +1,8 @@
 /**
  * `setpoint agent`: runs a node agent (src/agent/) against an API server: it
- * registers its Node, runs the Pods bound to it as processes, and keeps them
- * running when the API server is gone. On SIGINT/SIGTERM it exits and leaves its
+ * registers its Node, runs the Pods bound to it as processes, serves Services'
+ * cluster IPs and node ports (src/proxy/), and keeps both going when the API
+ * server is gone. On SIGINT/SIGTERM it exits and leaves its
  * Pods running (their state is in the data dir for the next start), unless
  * --stop-pods-on-exit.
  *
@@ -34,6 +35,7 @@ Flags:
   --pod-range N              Pod addresses are 127.N.x.y (default ${DEFAULT_POD_RANGE}); one range per agent
   --listen HOST:PORT         the agent's endpoint, /healthz and /pods (default 127.0.0.1:0)
   --stop-pods-on-exit        stop every Pod when the agent exits (default: leave them running)
+  --no-service-proxy         do not serve Services' cluster IPs and node ports on this machine
 
 Simulated nodes (no processes; for tests and benchmarks):
   --simulate N               run N simulated nodes named PREFIX0..PREFIX{N-1} instead of a real one
@@ -74,6 +76,7 @@ async function run(argv: string[]): Promise<number> {
       "node-prefix": { type: "string", default: "sim-" },
       heartbeat: { type: "string" },
       "run-time": { type: "string" },
+      "no-service-proxy": { type: "boolean", default: false },
       // Internal (setpoint up): exit when this process is no longer the parent.
       "parent-pid": { type: "string" },
       ...LOG_OPTIONS,
@@ -109,6 +112,7 @@ async function run(argv: string[]): Promise<number> {
     listenHost: listen.host,
     listenPort: listen.port,
     logger,
+    serviceProxy: !values["no-service-proxy"],
   });
   await instance.start();
   process.stdout.write(

@@ -24,6 +24,7 @@ import {
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "@setpoint/runtime";
+import { EndpointPicker, endpointId } from "../dataplane/index.ts";
 import type { GatewayMetrics } from "./metrics.ts";
 import type { CompiledTable, Endpoint } from "./table.ts";
 
@@ -62,17 +63,10 @@ export interface ReverseProxyOptions {
   accessLog?: boolean;
 }
 
-interface EjectState {
-  until: number;
-  count: number;
-}
-
 export class ReverseProxy {
   table: CompiledTable | undefined;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-  private readonly ejected = new Map<string, EjectState>();
-  private readonly cursor = new Map<string, number>();
-  private readonly ejectMs: number;
+  private readonly picker: EndpointPicker;
   private readonly connectTimeoutMs: number;
   private readonly attempts: number;
   private readonly accessLog: boolean;
@@ -82,7 +76,7 @@ export class ReverseProxy {
   draining = false;
 
   constructor(private readonly opts: ReverseProxyOptions) {
-    this.ejectMs = opts.ejectMs ?? 5000;
+    this.picker = new EndpointPicker(opts.ejectMs ?? 5000);
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 3000;
     this.attempts = opts.attempts ?? 3;
     this.accessLog = opts.accessLog ?? true;
@@ -94,39 +88,20 @@ export class ReverseProxy {
 
   /** The next endpoint of `backend` not in `tried`: not ejected if any such, else any. */
   private pick(backend: string, eps: Endpoint[], tried: Set<string>): Endpoint | undefined {
-    const now = Date.now();
-    const start = this.cursor.get(backend) ?? 0;
-    let fallback: Endpoint | undefined;
-    for (let i = 0; i < eps.length; i++) {
-      const ep = eps[(start + i) % eps.length];
-      const id = `${ep.ip}:${ep.port}`;
-      if (tried.has(id)) continue;
-      const ej = this.ejected.get(id);
-      if (ej && ej.until > now) {
-        fallback ??= ep;
-        continue;
-      }
-      this.cursor.set(backend, (start + i + 1) % eps.length);
-      return ep;
-    }
-    return fallback;
+    return this.picker.pick(backend, eps, tried);
   }
 
   private fail(ep: Endpoint, backend: string, err: Error): void {
-    const id = `${ep.ip}:${ep.port}`;
-    const prev = this.ejected.get(id);
-    const count = (prev?.count ?? 0) + 1;
-    const ms = Math.min(this.ejectMs * 2 ** (count - 1), 60_000);
-    this.ejected.set(id, { until: Date.now() + ms, count });
+    const ms = this.picker.fail(ep);
     this.opts.metrics.ejections.inc({ backend });
     this.opts.logger.warn(
-      { backend, endpoint: id, err: err.message, ejectMs: ms },
+      { backend, endpoint: endpointId(ep), err: err.message, ejectMs: ms },
       "endpoint failed; ejected",
     );
   }
 
   private ok(ep: Endpoint): void {
-    if (this.ejected.size) this.ejected.delete(`${ep.ip}:${ep.port}`);
+    this.picker.ok(ep);
   }
 
   private route(req: IncomingMessage) {

@@ -4,39 +4,20 @@
  * directory) so a crash leaves either the old table or the new one, never half
  * of one. It holds TLS keys, so it is readable by its owner only.
  */
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomic } from "../dataplane/index.ts";
 import { type RouteTable, TABLE_VERSION } from "./table.ts";
 
 export const TABLE_FILE = "routes.json";
 
 /** Writes the table to `dir`/routes.json atomically. */
 export function saveTable(dir: string, table: RouteTable): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const final = join(dir, TABLE_FILE);
-  const tmp = `${final}.tmp-${process.pid}`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, JSON.stringify(table));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, final);
-  const dfd = openSync(dir, "r");
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  writeFileAtomic(join(dir, TABLE_FILE), JSON.stringify(table), {
+    mode: 0o600,
+    dirMode: 0o700,
+    syncDir: true,
+  });
 }
 
 /** The table saved in `dir`, undefined when there is none; throws when it is unreadable. */

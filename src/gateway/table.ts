@@ -21,18 +21,16 @@
  * present slices hold no ready endpoint empties a backend.
  */
 import type { EndpointSlice, Ingress, IngressClass, KubeObject, Service } from "@setpoint/api";
+import { type Endpoint, readyEndpoints, slicesByService } from "../dataplane/index.ts";
+
+export type { Endpoint } from "../dataplane/index.ts";
+export { SERVICE_NAME_LABEL } from "../dataplane/index.ts";
 
 export const TABLE_VERSION = 1;
 export const DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class";
 export const LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class";
-export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
 export type PathType = "Exact" | "Prefix" | "ImplementationSpecific";
-
-export interface Endpoint {
-  ip: string;
-  port: number;
-}
 
 /** A Service port an Ingress names, with its resolved endpoints. */
 export interface Backend {
@@ -127,27 +125,7 @@ function resolve(
     ref.port?.name !== undefined ? p.name === ref.port.name : p.port === ref.port?.number,
   );
   if (!sp) return undefined;
-  const portName = sp.name ?? "";
-  const mine = slices.get(`${ns}/${ref.name}`);
-  if (!mine || mine.length === 0) return undefined;
-  const out: Endpoint[] = [];
-  const seen = new Set<string>();
-  for (const slice of mine) {
-    if (slice.addressType === "FQDN") continue;
-    const port = (slice.ports ?? []).find((p) => (p.name ?? "") === portName)?.port;
-    if (port === undefined || port === null) continue;
-    for (const ep of slice.endpoints ?? []) {
-      if (ep.conditions?.ready === false || ep.conditions?.terminating === true) continue;
-      for (const ip of ep.addresses ?? []) {
-        const k = `${ip}:${port}`;
-        if (seen.has(k)) continue;
-        seen.add(k);
-        out.push({ ip, port });
-      }
-    }
-  }
-  out.sort((a, b) => (a.ip === b.ip ? a.port - b.port : a.ip < b.ip ? -1 : 1));
-  return out;
+  return readyEndpoints(slices.get(`${ns}/${ref.name}`), sp.name ?? "");
 }
 
 function normalizeHost(h: string): string {
@@ -166,15 +144,7 @@ export interface BuildResult {
 export function buildTable(inputs: TableInputs, previous?: RouteTable): BuildResult {
   const warnings: string[] = [];
   const services = new Map(inputs.services.map((s) => [nsName(s), s]));
-  const slices = new Map<string, EndpointSlice[]>();
-  for (const s of inputs.slices) {
-    const svc = s.metadata.labels?.[SERVICE_NAME_LABEL];
-    if (!svc) continue;
-    const k = `${s.metadata.namespace ?? ""}/${svc}`;
-    const list = slices.get(k) ?? [];
-    list.push(s);
-    slices.set(k, list);
-  }
+  const slices = slicesByService(inputs.slices);
   const secrets = new Map(inputs.secrets.map((s) => [nsName(s), s]));
   const ingresses = inputs.ingresses
     .filter((i) => !i.metadata.deletionTimestamp)

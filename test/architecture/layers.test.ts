@@ -29,10 +29,14 @@ const LAYERS: Record<string, readonly string[]> = {
   "src/apiserver": ["packages/api", "src/storage", "src/registry"],
   "packages/runtime": ["packages/api"],
   "src/controllers": ["packages/api", "packages/runtime"],
+  // The data plane's shared parts (atomic files, endpoints from slices, picking).
+  "src/dataplane": ["packages/api"],
+  // The data plane: the service proxy the agent runs, an ordinary API client.
+  "src/proxy": ["packages/api", "packages/runtime", "src/dataplane"],
   // The data plane: the node agent, an ordinary client like the controllers.
-  "src/agent": ["packages/api", "packages/runtime"],
+  "src/agent": ["packages/api", "packages/runtime", "src/dataplane", "src/proxy"],
   // The data plane: an ordinary API client, like the controllers.
-  "src/gateway": ["packages/api", "packages/runtime"],
+  "src/gateway": ["packages/api", "packages/runtime", "src/dataplane"],
   // The composition root: starts a whole control plane; cli and testenv build on it.
   "src/controlplane": [
     "packages/api",
@@ -61,6 +65,8 @@ const LAYERS: Record<string, readonly string[]> = {
     "src/controllers",
     "src/controlplane",
     "src/agent",
+    "src/proxy",
+    "src/dataplane",
   ],
 };
 

@@ -24,7 +24,7 @@ import {
   statSync,
 } from "node:fs";
 import { join, resolve } from "node:path";
-import { writeFileAtomic } from "../atomic-file.ts";
+import { writeFileAtomic } from "../../dataplane/index.ts";
 import { treeDigest } from "./digest.ts";
 import { type ImageManifest, MANIFEST_FILE, parseManifest } from "./manifest.ts";
 import { type ImageReference, parseImageReference, tagKey } from "./reference.ts";

@@ -4,9 +4,12 @@
  * value expanding `$(NAME)` references to variables defined before it (`$$` escapes),
  * with `valueFrom` read from the Pod (fieldRef), its resources (resourceFieldRef),
  * ConfigMaps and Secrets (through `EnvSources`, which the agent keeps on disk so a
- * Pod restarts without the apiserver). Then the agent's own variables: HOSTNAME
- * (the Pod's name), SETPOINT_POD_IP, SETPOINT_IMAGE and SETPOINT_IMAGE_DIR.
- * `command` and `args` expand `$(NAME)` against the result.
+ * Pod restarts without the apiserver). Then the Service variables
+ * (NAME_SERVICE_HOST, NAME_SERVICE_PORT, ... from `EnvSources.services`, the
+ * service proxy's table) for names the container did not define, which `$(NAME)`
+ * references may also use, as the kubelet does. Then the agent's own variables:
+ * HOSTNAME (the Pod's name), SETPOINT_POD_IP, SETPOINT_IMAGE and
+ * SETPOINT_IMAGE_DIR. `command` and `args` expand `$(NAME)` against the result.
  */
 import type { Container, EnvVar, Pod } from "@setpoint/api";
 import { parseQuantity } from "@setpoint/api";
@@ -15,6 +18,8 @@ import { parseQuantity } from "@setpoint/api";
 export interface EnvSources {
   configMap(namespace: string, name: string): Record<string, string> | undefined;
   secret(namespace: string, name: string): Record<string, string> | undefined;
+  /** The Service variables of a Pod in `namespace` (none when absent). */
+  services?(namespace: string, enableServiceLinks: boolean): Record<string, string>;
 }
 
 /** What the Node offers, for resourceFieldRef of a container without limits. */
@@ -105,6 +110,7 @@ export function containerEnv(
     status: { ...pod.status, podIP: opts.podIP, podIPs: [{ ip: opts.podIP }] },
   };
   const env: Record<string, string> = { ...(opts.imageEnv ?? {}) };
+  const serviceVars = opts.sources.services?.(ns, pod.spec?.enableServiceLinks !== false) ?? {};
   for (const from of container.envFrom ?? []) {
     const prefix = from.prefix ?? "";
     if (from.configMapRef) {
@@ -122,9 +128,10 @@ export function containerEnv(
     }
   }
   for (const v of container.env ?? []) {
-    const value = envValue(withIP, container, v, env, opts);
+    const value = envValue(withIP, container, v, { ...serviceVars, ...env }, opts);
     if (value !== undefined) env[v.name] = value;
   }
+  for (const [k, v] of Object.entries(serviceVars)) if (!(k in env)) env[k] = v;
   env.HOSTNAME = pod.metadata.name ?? "";
   env.SETPOINT_POD_IP = opts.podIP;
   env.SETPOINT_IMAGE = opts.image;

@@ -8,7 +8,7 @@
  * aside (state.json.corrupt-<time>) and the agent starts empty.
  */
 import { readFileSync, renameSync } from "node:fs";
-import { writeFileAtomic } from "../atomic-file.ts";
+import { writeFileAtomic } from "../../dataplane/index.ts";
 import type { PodRecord } from "../pods/index.ts";
 
 export const STATE_VERSION = 1;
