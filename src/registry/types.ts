@@ -246,6 +246,11 @@ export interface CreateSubresource {
    */
   kind: ResourceDefinition;
   /**
+   * Other apiVersions whose bodies are read as `kind`'s (same fields; JSON and
+   * YAML only), e.g. "policy/v1beta1" for an Eviction, as Kubernetes accepts.
+   */
+  alsoAccepts?: readonly string[];
+  /**
    * Set when the create changes the parent object (Kubernetes' `pods/binding`):
    * the parent to store, made from the decoded, validated body and a copy of the
    * stored parent (called again when a concurrent write wins); throws a

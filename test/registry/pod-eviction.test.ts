@@ -6,7 +6,8 @@
  * one (disruptionsAllowed, disruptedPods, condition) and two concurrent
  * evictions cannot both take the last; a status behind its spec, several
  * budgets, Pending and unready Pods, dryRun and a name mismatch are answered
- * as Kubernetes answers them; discovery names policy/v1 Eviction.
+ * as Kubernetes answers them; discovery names policy/v1 Eviction, and a
+ * policy/v1beta1 body is read as one.
  */
 import http from "node:http";
 import https from "node:https";
@@ -349,5 +350,29 @@ describe("pods/eviction", () => {
     expect((u.json as { message: string }).message).toMatch(
       /^Operation cannot be fulfilled on Pod "a": the UID in the precondition \(not-it\) does not match the UID in record/,
     );
+  });
+
+  it("reads a policy/v1beta1 Eviction as a policy/v1 one, and refuses other versions", async () => {
+    const ns = await freshNamespace(env.client);
+    await runningPod(ns, "old");
+    const path = `/api/v1/namespaces/${ns}/pods/old/eviction`;
+    const wrong = await env.client.raw("POST", path, {
+      body: { apiVersion: "policy/v2", kind: "Eviction", metadata: { name: "old" } },
+    });
+    expect(wrong.status).toBe(400);
+    expect((wrong.json as { message: string }).message).toBe(
+      "the API version in the data (policy/v2) does not match the expected API version (policy/v1)",
+    );
+    const r = await env.client.raw("POST", path, {
+      body: {
+        apiVersion: "policy/v1beta1",
+        kind: "Eviction",
+        metadata: { name: "old" },
+        deleteOptions: { gracePeriodSeconds: 0 },
+      },
+    });
+    expect(r.status).toBe(201);
+    expect(r.json).toEqual(SUCCESS);
+    expect(await find(ns, "old")).toBeUndefined();
   });
 });

@@ -36,7 +36,7 @@ async function readSubresourceBody(
   const mode = parseFieldValidation(bodyScope, "CreateOptions");
   const dryRun = parseDryRun(bodyScope, "CreateOptions");
   const manager = fieldManager(bodyScope, "CreateOptions");
-  const body = await readObject(bodyScope, mode);
+  const body = await readObject(bodyScope, mode, sub.alsoAccepts ?? []);
   const name = scope.name ?? "";
   if ((body.metadata.name ?? "") !== name) {
     throw errors.badRequest(`name in URL does not match name in ${kind.names.kind} object`);

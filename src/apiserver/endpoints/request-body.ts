@@ -81,9 +81,14 @@ function cannotHandle(scope: RequestScope, what: string, detail: string) {
 
 /**
  * Checks a decoded body's apiVersion and kind against the URL (filling them in
- * when left out) and returns it as an object.
+ * when left out) and returns it as an object. `alsoAccepted`: other
+ * apiVersions read as the URL's (a create subresource's older versions).
  */
-export function checkTypeMeta(scope: RequestScope, value: unknown): KubeObject {
+export function checkTypeMeta(
+  scope: RequestScope,
+  value: unknown,
+  alsoAccepted: readonly string[] = [],
+): KubeObject {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw errors.badRequest(
       `couldn't get version/kind; json parse error: json: cannot unmarshal ${Array.isArray(value) ? "array" : typeof value} into Go value of type struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }`,
@@ -101,7 +106,12 @@ export function checkTypeMeta(scope: RequestScope, value: unknown): KubeObject {
       "couldn't get version/kind; json parse error: json: cannot unmarshal non-string into Go struct field .kind of type string",
     );
   }
-  if (typeof apiVersion === "string" && apiVersion !== "" && apiVersion !== scope.apiVersion) {
+  if (
+    typeof apiVersion === "string" &&
+    apiVersion !== "" &&
+    apiVersion !== scope.apiVersion &&
+    !alsoAccepted.includes(apiVersion)
+  ) {
     throw errors.badRequest(
       `the API version in the data (${apiVersion}) does not match the expected API version (${scope.apiVersion})`,
     );
@@ -161,13 +171,18 @@ export function validateFields(
 
 /**
  * Reads and decodes the body of a create or update into an object of the
- * request's type (in the request's version), field-validated.
+ * request's type (in the request's version), field-validated. `alsoAccepted`:
+ * other apiVersions of the same shape read as the request's (see checkTypeMeta).
  */
-export async function readObject(scope: RequestScope, mode: FieldValidation): Promise<KubeObject> {
+export async function readObject(
+  scope: RequestScope,
+  mode: FieldValidation,
+  alsoAccepted: readonly string[] = [],
+): Promise<KubeObject> {
   const body = await readBody(scope.req, scope.ctx.limits.maxBodyBytes);
   const media = parseMediaType(scope.req.headers["content-type"]);
   const decoded = await decodeBodyAsync(body, media, Boolean(scope.def.protobufMessage));
-  const obj = checkTypeMeta(scope, decoded.value);
+  const obj = checkTypeMeta(scope, decoded.value, alsoAccepted);
   validateFields(scope, obj, decoded.duplicates, mode);
   return obj;
 }

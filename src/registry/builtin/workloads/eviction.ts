@@ -2,6 +2,8 @@
  * policy/v1 Eviction and the Pod's `eviction` subresource (Kubernetes'
  * EvictionREST), what `kubectl drain` posts:
  *
+ * The body is a policy/v1 Eviction (a policy/v1beta1 one is read as one).
+ *
  * - a Pod that is Pending, Succeeded, Failed or already being deleted is
  *   deleted without asking a budget (a Pending one with a resourceVersion
  *   precondition, so it cannot become ready in between);
@@ -397,5 +399,7 @@ export async function evictPod(
 export const podEvictionSubresource: CreateSubresource = {
   name: "eviction",
   kind: evictionDefinition,
+  // Kubernetes reads a policy/v1beta1 Eviction too (same fields).
+  alsoAccepts: ["policy/v1beta1"],
   act: evictPod,
 };
