@@ -172,11 +172,15 @@ describe("simulated nodes", () => {
     });
     const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
     try {
-      await eventually(async () => {
-        const nodes = await env.client.list<Node>(NODE, { labelSelector: SIMULATED_NODE_LABEL });
-        const mine = nodes.items.filter((n) => n.metadata.name?.startsWith(prefix));
-        return mine.length === 2 || undefined;
-      }, "two simulated nodes", 30_000);
+      await eventually(
+        async () => {
+          const nodes = await env.client.list<Node>(NODE, { labelSelector: SIMULATED_NODE_LABEL });
+          const mine = nodes.items.filter((n) => n.metadata.name?.startsWith(prefix));
+          return mine.length === 2 || undefined;
+        },
+        "two simulated nodes",
+        30_000,
+      );
       await eventually(
         async () => out.includes(`agent simulating 2 nodes ${prefix}0..${prefix}1`) || undefined,
       );

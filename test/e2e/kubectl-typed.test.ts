@@ -1,8 +1,8 @@
 /**
  * kubectl's typed commands, which send (and ask for) Kubernetes protobuf for the
  * built-in kinds: create job, service, ingress, role, rolebinding, clusterrole,
- * clusterrolebinding and poddisruptionbudget, expose, and `get -o yaml` fed back
- * to `replace`. Each object is then read back through the JSON API to check that
+ * clusterrolebinding and poddisruptionbudget, expose, describe (protobuf answers),
+ * and `get -o yaml` fed back to `replace`. Each object is then read back through the JSON API to check that
  * what kubectl meant is what was stored.
  */
 import type { KubeObject } from "@setpoint/api";
@@ -162,6 +162,14 @@ describe("kubectl's typed commands speak protobuf", () => {
     ).toBe("poddisruptionbudget.policy/api created\n");
     const pdb = await get("policy/v1", "PodDisruptionBudget", "api");
     expect(pdb.spec).toEqual({ minAvailable: 1, selector: { matchLabels: { app: "api" } } });
+  });
+
+  it("describe, which reads protobuf objects and lists (its Deployment, ReplicaSets, Events)", async () => {
+    const out = await kubectl("describe", "deployment", "api");
+    expect(out).toMatch(/^Name:\s+api$/m);
+    expect(out).toMatch(/^Selector:\s+app=api$/m);
+    expect(out).toMatch(/^Replicas:\s+1 desired/m);
+    expect(out).toMatch(/^\s+Image:\s+nginx:1\.27$/m);
   });
 
   it("get -o yaml, then replace with what it printed", async () => {

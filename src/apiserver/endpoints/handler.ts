@@ -53,7 +53,7 @@ import { parseListOptions } from "./list-options.ts";
 import { createUpdatingParent } from "./parent-update.ts";
 import { patchResource } from "./patch.ts";
 import { Query, type RequestUrl, requestUrl } from "./request.ts";
-import { negotiateRenderer } from "./respond.ts";
+import { negotiateRenderer, statusMediaType } from "./respond.ts";
 import { createReview } from "./review.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
 import { getScale, patchScale, updateScale } from "./scale.ts";
@@ -227,6 +227,12 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   };
 }
 
+/**
+ * The media type of a request's error Status, once its answer's representation is
+ * negotiated: protobuf for clients that asked for it, as kube-apiserver answers.
+ */
+const statusMedia = new WeakMap<IncomingMessage, string>();
+
 function respondError(
   ctx: ApiContext,
   req: IncomingMessage,
@@ -252,7 +258,7 @@ function respondError(
     closeAfterDraining(req);
   }
   if (!status.status.details) status.status.details = {};
-  writeError(res, status, warnings);
+  writeError(res, status, warnings, statusMedia.get(req));
 }
 
 async function dispatch(
@@ -460,6 +466,7 @@ async function serveResource(
   const renderer = creates
     ? negotiateRenderer(req, creates.kind, storageVersion(creates.kind), query, how)
     : negotiateRenderer(req, def, version, query, how);
+  statusMedia.set(req, statusMediaType(renderer));
   const store = new ResourceStore(ctx, {
     definition: def,
     version,

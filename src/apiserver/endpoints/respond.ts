@@ -12,7 +12,8 @@ import type { Query } from "./request.ts";
 
 /**
  * The renderer for a request (Accept negotiated, 406 when nothing fits; watches
- * stream JSON). Computed before the request does anything.
+ * stream JSON, or protobuf for the built-in kinds). Computed before the request
+ * does anything.
  */
 export function negotiateRenderer(
   req: IncomingMessage,
@@ -21,10 +22,11 @@ export function negotiateRenderer(
   query: Query,
   how: "object" | "list" | "watch",
 ): Renderer {
+  const protobuf = def.protobufMessage !== undefined;
   const output =
     how === "watch"
-      ? negotiateWatchOutput(req.headers.accept)
-      : negotiateOutput(req.headers.accept, how === "list");
+      ? negotiateWatchOutput(req.headers.accept, protobuf)
+      : negotiateOutput(req.headers.accept, how === "list", protobuf);
   return {
     def,
     version,
@@ -54,5 +56,12 @@ export function respondObject(scope: RequestScope, code: number, obj: KubeObject
 
 /** Writes a success Status (e.g. for a deletion of a type that does not return the object). */
 export function respondStatus(scope: RequestScope, status: Status): void {
-  writeStatus(scope.res, status, scope.warnings);
+  writeStatus(scope.res, status, scope.warnings, statusMediaType(scope.renderer));
+}
+
+/** The media type of a Status answered to a request: protobuf when the client asked for it. */
+export function statusMediaType(r: Renderer): string {
+  return r.output.mediaType === "application/vnd.kubernetes.protobuf"
+    ? r.output.mediaType
+    : "application/json";
 }

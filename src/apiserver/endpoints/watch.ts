@@ -1,6 +1,8 @@
 /**
  * Streaming watch responses: `Transfer-Encoding: chunked` JSON lines of
- * `{"type":..., "object":...}`, headers flushed at once. A watch is fed by its
+ * `{"type":..., "object":...}`, or for protobuf clients of the built-in kinds
+ * length-prefixed meta/v1 WatchEvent frames (`...protobuf;stream=watch`), headers
+ * flushed at once. A watch is fed by its
  * type's watch cache; it starts
  *
  * - at "now" with the current state as ADDED events (resourceVersion unset or "0"),
@@ -30,6 +32,7 @@ import {
 import { tooLargeResourceVersion } from "../store/store-errors.ts";
 import { bytesChunks, ResponseStream, textChunks } from "../streaming/index.ts";
 import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
+import { encodeProtobufWatchEvent } from "../wire/protobuf/index.ts";
 import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
 import { setWarnings } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
@@ -48,18 +51,28 @@ export const WATCH_FRESHNESS_WAIT_MS = 100;
 
 const EVENT_TYPES: readonly EventType[] = ["ADDED", "MODIFIED", "DELETED"];
 
-/** Renders watch event objects in one representation, caching per event. */
+/**
+ * Renders watch event objects in one representation, caching per event. A line
+ * is a JSON line, or in protobuf a length-prefixed WatchEvent frame held as a
+ * latin1 string (one character per byte), written with that encoding.
+ */
 class EventRenderer {
   readonly raw: boolean;
   readonly table: boolean;
+  readonly protobuf: boolean;
+  /** How lines are turned into bytes. */
+  readonly encoding: BufferEncoding;
   readonly key: string;
   /** The event cache keys of this representation, by (type, side, without table headers). */
   readonly #lineKeys: string[] = [];
 
   constructor(readonly r: Renderer) {
-    this.raw = r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
+    this.protobuf = r.output.mediaType === "application/vnd.kubernetes.protobuf";
+    this.encoding = this.protobuf ? "latin1" : "utf8";
+    this.raw =
+      !this.protobuf && r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
     this.table = r.output.kind === "table";
-    this.key = `${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
+    this.key = `${this.protobuf ? "pb:" : ""}${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
     for (const type of EVENT_TYPES) {
       for (const side of ["cur", "prev"]) {
         for (const nh of ["", "nh"]) this.#lineKeys.push(`${this.key}:${nh}|${type}|${side}`);
@@ -67,23 +80,34 @@ class EventRenderer {
     }
   }
 
-  /** The embedded object JSON of `obj` (for objects not from a cache event). */
-  object(obj: KubeObject, noHeaders: boolean): string {
+  /** The body sent for `obj` (for objects not from a cache event). */
+  #body(obj: KubeObject, noHeaders: boolean): unknown {
     const versioned = convertToVersion(obj, this.r.def, this.r.version.name);
     switch (this.r.output.kind) {
       case "partial":
-        return JSON.stringify(partialMetadata(versioned, this.r.output.metaVersion ?? "v1"));
+        return partialMetadata(versioned, this.r.output.metaVersion ?? "v1");
       case "table":
-        return JSON.stringify(tableOf(this.r, [versioned], undefined, noHeaders));
+        return tableOf(this.r, [versioned], undefined, noHeaders);
       default:
-        return JSON.stringify(versioned);
+        return versioned;
     }
+  }
+
+  /** The line of an event of `type` about `obj` (a stored object, or a bookmark's or Status). */
+  line(type: string, obj: KubeObject, noHeaders: boolean, rendered = false): string {
+    const body = rendered ? obj : this.#body(obj, noHeaders);
+    if (this.protobuf) {
+      const frame = encodeProtobufWatchEvent(type, body);
+      if (!frame) throw new Error(`no protobuf encoding of ${String(obj.kind)}`);
+      return frame.toString("latin1");
+    }
+    return `${JSON.stringify({ type, object: body })}\n`;
   }
 
   /** The line for an entry of the cache's current state. */
   entryLine(type: EventType, e: CacheEntry, noHeaders: boolean): string {
-    const obj = this.raw ? e.json : this.object(JSON.parse(e.json) as KubeObject, noHeaders);
-    return `{"type":"${type}","object":${obj}}\n`;
+    if (this.raw) return `{"type":"${type}","object":${e.json}}\n`;
+    return this.line(type, JSON.parse(e.json) as KubeObject, noHeaders);
   }
 
   /** The line for one side of a cache event (computed once per event and representation). */
@@ -95,10 +119,9 @@ class EventRenderer {
     const key = this.#lineKeys[index];
     let line = ev.cachedRendering(key);
     if (line === undefined) {
-      const obj = this.raw
-        ? ev.json(side)
-        : this.object(side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
-      line = `{"type":"${type}","object":${obj}}\n`;
+      line = this.raw
+        ? `{"type":"${type}","object":${ev.json(side)}}\n`
+        : this.line(type, side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
       ev.keepRendering(key, line);
     }
     return line;
@@ -130,10 +153,6 @@ const DELETED_PREV = { type: "DELETED", side: "prev" } as const;
 function shareKeyOf(renderer: EventRenderer, filter: ObjectFilter): string | undefined {
   if (renderer.table) return undefined;
   return `${renderer.key}|${JSON.stringify([filter.namespace ?? null, filter.labels, filter.fields])}`;
-}
-
-function errorLine(status: Status): string {
-  return `${JSON.stringify({ type: "ERROR", object: status })}\n`;
 }
 
 /** One client watch, writing to its HTTP response. */
@@ -183,7 +202,10 @@ class HttpWatcher implements CacheWatcher {
   begin(): void {
     const res = this.scope.res;
     res.statusCode = 200;
-    res.setHeader("Content-Type", "application/json");
+    res.setHeader(
+      "Content-Type",
+      this.renderer.protobuf ? this.renderer.r.output.contentType : "application/json",
+    );
     res.setHeader("Transfer-Encoding", "chunked");
     res.setHeader("Cache-Control", "no-cache, private");
     // Warnings reach the client with the headers of the stream.
@@ -200,8 +222,7 @@ class HttpWatcher implements CacheWatcher {
 
   /** Queues an ADDED line for an object read from storage (initial events). */
   sendObject(obj: KubeObject): void {
-    const json = this.renderer.object(obj, this.#noHeaders());
-    this.#pending.push(`{"type":"ADDED","object":${json}}\n`);
+    this.#pending.push(this.renderer.line("ADDED", obj, this.#noHeaders()));
   }
 
   /** Queues a BOOKMARK at `rev` (annotated when it ends the initial events). */
@@ -218,12 +239,13 @@ class HttpWatcher implements CacheWatcher {
       apiVersion: r.def.group ? `${r.def.group}/${r.version.name}` : r.version.name,
       metadata,
     };
-    return `${JSON.stringify({ type: "BOOKMARK", object: obj })}\n`;
+    return this.renderer.line("BOOKMARK", obj, false, true);
   }
 
   /** Writes an ERROR event and ends the watch. */
   fail(status: Status): void {
-    this.#pending.push(errorLine(status));
+    const obj = { ...status, kind: "Status", apiVersion: "v1", metadata: status.metadata ?? {} };
+    this.#pending.push(this.renderer.line("ERROR", obj as unknown as KubeObject, false, true));
     this.close();
   }
 
@@ -263,8 +285,10 @@ class HttpWatcher implements CacheWatcher {
     const shareKey = this.shareKey;
     if (shareKey !== undefined && this.#pending.length === 0 && this.#headersSent) {
       // Watchers alike share one chunk: lines joined and encoded once per flush.
-      const chunk = shared.get(from === 0 ? shareKey : `${shareKey}|${from}`, () =>
-        this.#linesOf(events, from),
+      const chunk = shared.get(
+        from === 0 ? shareKey : `${shareKey}|${from}`,
+        () => this.#linesOf(events, from),
+        this.renderer.encoding,
       );
       if (chunk !== undefined) {
         const last = events[events.length - 1].rev;
@@ -344,6 +368,14 @@ class HttpWatcher implements CacheWatcher {
       }, f);
     }
     for (const e of entries) if (e.rev > this.#lastRev) this.#lastRev = e.rev;
+    if (this.renderer.protobuf) {
+      // Protobuf frames are kept as latin1 strings: sent as the bytes they stand for.
+      const text = produce;
+      produce = async (room) => {
+        const chunk = await text(room);
+        return typeof chunk === "string" ? Buffer.from(chunk, "latin1") : chunk;
+      };
+    }
     const complete = await stream.pump(produce);
     if (!complete || this.#closed) return;
     this.#initial = false;
@@ -376,7 +408,8 @@ class HttpWatcher implements CacheWatcher {
       this.close(true);
       return;
     }
-    res.write(chunk);
+    if (typeof chunk === "string") res.write(chunk, this.renderer.encoding);
+    else res.write(chunk);
   }
 
   /** Starts the bookmark and timeout timers. */
@@ -417,7 +450,7 @@ class HttpWatcher implements CacheWatcher {
       const rest = this.#initial ? "" : this.#pending.join("");
       this.#pending = [];
       this.#pendingBytes = 0;
-      res.end(rest);
+      res.end(rest, this.renderer.encoding);
       if (cutOff || res.writableLength > 0) {
         const t = setTimeout(() => {
           if (cutOff || !res.writableFinished) res.destroy();

@@ -200,14 +200,19 @@ export class SharedChunks {
   /**
    * The chunk under `key`, made by `make` the first time: null when `make` has
    * nothing to send, undefined when it throws (each watcher then renders on its
-   * own, and reports the failure itself).
+   * own, and reports the failure itself). `encoding`: how the text stands for its
+   * bytes (latin1 for binary frames held as text).
    */
-  get(key: string, make: () => string | null): Buffer | null | undefined {
+  get(
+    key: string,
+    make: () => string | null,
+    encoding: BufferEncoding = "utf8",
+  ): Buffer | null | undefined {
     let chunk = this.#chunks.get(key);
     if (chunk === undefined) {
       try {
         const text = make();
-        chunk = text === null || text === "" ? null : Buffer.from(text, "utf8");
+        chunk = text === null || text === "" ? null : Buffer.from(text, encoding);
       } catch {
         chunk = false;
       }

@@ -1,11 +1,10 @@
 /**
  * Between HTTP bodies and objects: decoding request bodies (decode.ts: JSON, YAML,
- * and Kubernetes protobuf in protobuf.ts with the message definitions in
- * protobuf/), checking a body against its type's schema (schema-walk.ts), media types
- * (media-type.ts),
- * objects in storage and on the wire (codec.ts), choosing and rendering the
- * response representation (media-range.ts, negotiate.ts, render.ts, table.ts), and
- * writing responses, errors and warnings (response.ts).
+ * and Kubernetes protobuf, both ways, in protobuf/ with its message definitions),
+ * checking a body against its type's schema (schema-walk.ts), media types
+ * (media-type.ts), objects in storage and on the wire (codec.ts), choosing and
+ * rendering the response representation (media-range.ts, negotiate.ts, render.ts,
+ * table.ts), and writing responses, errors and warnings (response.ts).
  */
 export * from "./codec.ts";
 export * from "./decode.ts";

@@ -1,10 +1,12 @@
 /**
- * Writing responses: objects in the negotiated media type, errors as full
+ * Writing responses: objects in the negotiated media type (JSON, YAML or
+ * Kubernetes protobuf), errors as full
  * metav1.Status bodies, and warnings as `Warning: 299 - "..."` headers.
  */
 import type { ServerResponse } from "node:http";
 import { type Status, StatusError } from "@setpoint/api";
 import { stringify as toYaml } from "yaml";
+import { encodeProtobufObject, PROTOBUF_CONTENT_TYPE } from "./protobuf/index.ts";
 
 /** Warnings sent on one response at most; more are summarised in a last one. */
 export const MAX_WARNINGS = 50;
@@ -48,8 +50,9 @@ function byteLength(body: string | Buffer): number {
   return typeof body === "string" ? Buffer.byteLength(body) : body.length;
 }
 
-/** Serializes a body in a media type. */
-export function serialize(body: unknown, mediaType: string): string {
+/** Serializes a body in a media type (protobuf: undefined when the body's kind has no encoding). */
+export function serialize(body: unknown, mediaType: string): string | Buffer | undefined {
+  if (mediaType === PROTOBUF_CONTENT_TYPE) return encodeProtobufObject(body);
   return mediaType === "application/yaml" ? toYaml(body) : JSON.stringify(body);
 }
 
@@ -97,7 +100,13 @@ export function writeObject(
   opts: { mediaType?: string; contentType?: string; warnings?: readonly string[] } = {},
 ): void {
   const mediaType = opts.mediaType ?? "application/json";
-  writeRaw(res, code, opts.contentType ?? mediaType, serialize(body, mediaType), opts.warnings);
+  const text = serialize(body, mediaType);
+  if (text === undefined) {
+    // A kind without a protobuf encoding inside a protobuf answer (none is known): JSON.
+    writeRaw(res, code, "application/json", JSON.stringify(body), opts.warnings);
+    return;
+  }
+  writeRaw(res, code, opts.contentType ?? mediaType, text, opts.warnings);
 }
 
 /** Writes a metav1.Status (an error or a success status) with its code. */
