@@ -10,11 +10,14 @@
  *   maxUnavailable and a percent minAvailable the expected count is the sum
  *   of the replicas of the Pods' controllers: a Deployment's for the Pods of
  *   its ReplicaSets, a ReplicaSet's, or any other kind's scale subresource.
- *   When that cannot be known (a controller that is gone), the budget allows
+ *   When that cannot be known (a controller that is gone, or a kind without
+ *   a scale subresource), the budget allows
  *   no disruption and says why (SyncFailed, with a
  *   CalculateExpectedPodCountFailed Event); Pods without a controller are
  *   left out of the count with an UnmanagedPods Event; a budget selecting no
  *   Pod gets a NoPods Event;
+ * - a Pod several budgets select gets a MultiplePodDisruptionBudgets Event
+ *   (an eviction of it is refused);
  * - a Pod whose DisruptionTarget condition (set by an eviction) has been True
  *   for the stale timeout (2 minutes) without its deletion gets it set False.
  */
@@ -123,12 +126,7 @@ export class DisruptionController implements BuiltinController {
     mgr
       .controller(DISRUPTION_CONTROLLER)
       .for(PDB)
-      .watches<Pod>(POD, (p) =>
-        this.pdbs
-          .list({ namespace: p.metadata.namespace })
-          .filter((b) => selects(b, p))
-          .map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name ?? "" })),
-      )
+      .watches<Pod>(POD, (p) => this.budgetsOf(p))
       .withOptions({ maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcile(req, ctx));
     mgr
@@ -136,6 +134,21 @@ export class DisruptionController implements BuiltinController {
       .for(POD)
       .withOptions({ maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcileStalePod(req, ctx));
+  }
+
+  /** The budgets selecting a Pod, for its events; a Warning Event when it is more than one. */
+  private budgetsOf(p: Pod): Request[] {
+    const matching = this.pdbs
+      .list({ namespace: p.metadata.namespace })
+      .filter((b) => selects(b, p));
+    if (matching.length > 1) {
+      this.recorder.warning(
+        p,
+        "MultiplePodDisruptionBudgets",
+        `Pod "${p.metadata.namespace ?? ""}"/"${p.metadata.name ?? ""}" matches multiple PodDisruptionBudgets.  Chose "${matching[0].metadata.name ?? ""}" arbitrarily.`,
+      );
+    }
+    return matching.map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name ?? "" }));
   }
 
   /** The replicas of a Pod's controller and its uid; undefined when it is not found. */
@@ -165,8 +178,17 @@ export class DisruptionController implements BuiltinController {
         { subresource: "scale" },
       );
     } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
+      if (!isNotFound(e)) throw e;
+      // Gone, or a kind without a scale subresource: only the second is an error.
+      const info = await ctx.client.client.resourceFor({
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+      });
+      if (!info.subresources.includes("scale")) {
+        const gr = info.group ? `${info.plural}.${info.group}` : info.plural;
+        throw new Error(`${gr} does not implement the scale subresource`);
+      }
+      return undefined;
     }
     if (scale.metadata.uid !== ref.uid) return undefined;
     return { uid: ref.uid, replicas: scale.spec?.replicas ?? 0 };

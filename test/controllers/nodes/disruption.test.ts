@@ -4,7 +4,8 @@
  * status from minAvailable and maxUnavailable, as counts and percentages, the
  * controllers' scale (a Deployment through its ReplicaSet, a bare
  * ReplicaSet), currentHealthy from Ready Pods, disruptionsAllowed, the
- * DisruptionAllowed condition and its reasons, Pods without a controller,
+ * DisruptionAllowed condition and its reasons, Pods without a controller
+ * or with one that has no scale, Pods two budgets select,
  * disruptedPods entries that run out, and stale DisruptionTarget conditions.
  */
 import type { KubeObject, Pod, PodDisruptionBudget } from "@setpoint/api";
@@ -275,6 +276,67 @@ describe("disruption controller", () => {
     await env.client.delete(POD, "stray", ns, { gracePeriodSeconds: 0 });
     s = await statusOf(ns, "mix", { disruptionsAllowed: 2 });
     expect(condition(s)).toMatchObject({ status: "True", reason: "SufficientPods", message: "" });
+  });
+
+  it("says why a controller without a scale cannot be counted, and names a Pod two budgets select", async () => {
+    const ns = await freshNamespace(env.client);
+    const job = await env.client.create<KubeObject>({
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "batch", namespace: ns },
+      spec: {
+        template: {
+          metadata: { labels: { app: "batch" } },
+          spec: { restartPolicy: "Never", containers: [{ name: "c", image: "busybox:1.36" }] },
+        },
+      },
+    });
+    await env.client.create(
+      budget(ns, "batch", { maxUnavailable: 1, selector: { matchLabels: { app: "batch" } } }),
+    );
+    await env.client.create<Pod>({
+      ...bare(ns, "batch-0", { app: "batch" }),
+      metadata: {
+        name: "batch-0",
+        namespace: ns,
+        labels: { app: "batch" },
+        ownerReferences: [
+          {
+            apiVersion: "batch/v1",
+            kind: "Job",
+            name: "batch",
+            uid: job.metadata.uid ?? "",
+            controller: true,
+          },
+        ],
+      },
+    });
+    const s = await eventually(async () => {
+      const st = (await env.client.get<PodDisruptionBudget>(PDB, "batch", ns)).status;
+      return st && condition(st)?.reason === "SyncFailed" ? st : undefined;
+    }, "SyncFailed");
+    expect(condition(s)?.message).toBe("jobs.batch does not implement the scale subresource");
+
+    await env.client.create(
+      budget(ns, "also", { minAvailable: 0, selector: { matchLabels: { app: "batch" } } }),
+    );
+    await env.client.patch(
+      POD,
+      "batch-0",
+      ns,
+      { metadata: { labels: { v: "2" } } },
+      { type: "merge" },
+    );
+    const ev = await eventWith(ns, "MultiplePodDisruptionBudgets");
+    expect(ev).toMatchObject({
+      type: "Warning",
+      involvedObject: { kind: "Pod", name: "batch-0" },
+    });
+    expect(ev.message).toMatch(
+      new RegExp(
+        `^Pod "${ns}"/"batch-0" matches multiple PodDisruptionBudgets\\.  Chose "(batch|also)" arbitrarily\\.$`,
+      ),
+    );
   });
 
   it("holds an evicted Pod out of the healthy count until its disruptedPods entry runs out", async () => {
