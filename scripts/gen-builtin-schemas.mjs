@@ -2,7 +2,8 @@
 /**
  * Dev-time generator of src/registry/builtin/generated/workload-types.json, the
  * field facts of the built-in kinds made from Kubernetes' Go types: the workload
- * kinds (Pod, Node, Service, Deployment, Job, ...) and RBAC's roles and bindings.
+ * kinds (Pod, Node, Service, Deployment, Job, ...), RBAC's roles and bindings, and
+ * the admission webhook configurations.
  *
  *   node scripts/gen-builtin-schemas.mjs <clone of kubernetes/api> [git ref]
  *
@@ -34,6 +35,7 @@ const PACKAGES = {
   "networking/v1": "io.k8s.api.networking.v1",
   "policy/v1": "io.k8s.api.policy.v1",
   "rbac/v1": "io.k8s.api.rbac.v1",
+  "admissionregistration/v1": "io.k8s.api.admissionregistration.v1",
 };
 
 /** The roots: every struct reachable from these is written. */
@@ -57,6 +59,8 @@ const ROOTS = [
   "rbac/v1.ClusterRole",
   "rbac/v1.RoleBinding",
   "rbac/v1.ClusterRoleBinding",
+  "admissionregistration/v1.ValidatingWebhookConfiguration",
+  "admissionregistration/v1.MutatingWebhookConfiguration",
 ];
 
 /** Types from other modules, by import path and name. */

@@ -11,3 +11,4 @@ export {
   type TestEnv,
   type TestEnvOptions,
 } from "./testenv.ts";
+export { type WebhookCertificate, webhookCertificate } from "./webhook-certificate.ts";

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   applyJsonPatch,
+  createJsonPatch,
   formatJsonPointer,
   MAX_JSON_PATCH_COPY_BYTES,
   MAX_JSON_PATCH_OPERATIONS,
@@ -417,5 +418,28 @@ describe("JSON patch properties", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("createJsonPatch", () => {
+  it("gives a patch that turns the original into the modified value", () => {
+    fc.assert(
+      fc.property(doc, doc, (a, b) => {
+        const patched = applyJsonPatch(a, createJsonPatch(a, b));
+        expect(patched).toEqual(b);
+      }),
+    );
+  });
+
+  it("names only what changed, by path", () => {
+    const ops = createJsonPatch(
+      { metadata: { name: "x", labels: { a: "1", "b/c": "2" } }, data: [1, 2] },
+      { metadata: { name: "x", labels: { a: "1", d: "4" } }, data: [1, 3] },
+    );
+    expect(ops).toEqual([
+      { op: "remove", path: "/metadata/labels/b~1c" },
+      { op: "add", path: "/metadata/labels/d", value: "4" },
+      { op: "replace", path: "/data/1", value: 3 },
+    ]);
   });
 });

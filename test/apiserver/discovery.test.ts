@@ -189,11 +189,12 @@ describe("aggregated discovery", () => {
       "networking.k8s.io",
       "policy",
       "rbac.authorization.k8s.io",
+      "admissionregistration.k8s.io",
       "coordination.k8s.io",
       "discovery.k8s.io",
       "example.com",
     ]);
-    const ex = doc.items[10];
+    const ex = doc.items[11];
     expect(ex.versions.map((v: Json) => v.version)).toEqual(["v1", "v1beta1"]);
     const w = ex.versions[0].resources[0];
     expect(w.categories).toEqual(["all"]);
@@ -225,11 +226,12 @@ describe("legacy discovery", () => {
       "networking.k8s.io",
       "policy",
       "rbac.authorization.k8s.io",
+      "admissionregistration.k8s.io",
       "coordination.k8s.io",
       "discovery.k8s.io",
       "example.com",
     ]);
-    const ex = list.groups[10];
+    const ex = list.groups[11];
     expect(ex.versions).toEqual([
       { groupVersion: "example.com/v1", version: "v1" },
       { groupVersion: "example.com/v1beta1", version: "v1beta1" },

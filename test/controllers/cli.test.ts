@@ -178,5 +178,5 @@ describe("setpoint controller-manager", () => {
     // It released the Lease on the way out.
     const lease = await client.get<KubeObject>(LEASE, CONTROLLER_MANAGER_LEASE, "kube-system");
     expect((lease.spec as { holderIdentity?: string }).holderIdentity ?? "").toBe("");
-  });
+  }, 90_000);
 });

@@ -6,13 +6,14 @@
  */
 import { readFileSync } from "node:fs";
 import { Client, Manager, silentLogger } from "@setpoint/runtime";
-import { startTestEnv, type TestEnv } from "setpoint/testenv";
+import { startTestEnv, type TestEnv, webhookCertificate } from "setpoint/testenv";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConfigMapKind } from "../types.ts";
 import { clientMoreTour, clientTour } from "./client.ts";
 import { AUDIT_FINALIZER, AUDIT_LABEL, addAuditController } from "./finalizer.ts";
 import { informerTour } from "./informer.ts";
 import { addConfigMapCounter, COUNTER_SCOPE } from "./runnable.ts";
+import { CLAIM_LABEL, startClaimsWebhook } from "./webhook.ts";
 
 const ROOT = new URL("../../../", import.meta.url);
 const GUIDE = "docs/runtime.md";
@@ -90,7 +91,13 @@ describe("the guide's examples against a real apiserver", () => {
   beforeAll(async () => {
     env = await startTestEnv();
     client = new Client(env.config);
-    for (const name of ["guide-client", "guide-informer", "guide-audit", "guide-more"]) {
+    for (const name of [
+      "guide-client",
+      "guide-informer",
+      "guide-audit",
+      "guide-more",
+      "guide-webhook",
+    ]) {
       await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
     }
   });
@@ -152,6 +159,67 @@ describe("the guide's examples against a real apiserver", () => {
     }
     // Stopped with the manager, it removed its informer from the cache.
     expect(mgr.cache.health().filter((h) => h.scope.transform)).toEqual([]);
+  });
+
+  it("webhook: a rule across objects, from the informer cache, refuses a second claim", async () => {
+    const ns = "guide-webhook";
+    const mgr = new Manager({ restConfig: env.config, logger: silentLogger() });
+    const tls = await webhookCertificate();
+    const server = await startClaimsWebhook(mgr, tls);
+    const stop = new AbortController();
+    await mgr.start(stop.signal);
+    const config = {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: { name: "claims" },
+      webhooks: [
+        {
+          name: "claims.examples.setpoint.dev",
+          clientConfig: { url: server.url("/validate-claims"), caBundle: tls.caBundle },
+          rules: [
+            {
+              operations: ["CREATE", "UPDATE"],
+              apiGroups: [""],
+              apiVersions: ["v1"],
+              resources: ["configmaps"],
+            },
+          ],
+          sideEffects: "None",
+          admissionReviewVersions: ["v1"],
+        },
+      ],
+    };
+    await client.create(config);
+    const claiming = (name: string) => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: ns, labels: { [CLAIM_LABEL]: "db" } },
+    });
+    try {
+      await client.create(claiming("first"));
+      await vi.waitFor(
+        () => expect(mgr.cache.informerFor(ConfigMapKind).get("first", ns)).toBeDefined(),
+        { timeout: 5_000, interval: 20 },
+      );
+      const refused = await client.create(claiming("second")).catch((e) => e);
+      expect(refused.status).toMatchObject({
+        code: 403,
+        message:
+          'admission webhook "claims.examples.setpoint.dev" denied the request: db is already claimed by ConfigMap first',
+      });
+      // The holder itself may still be updated.
+      const held = await client.get(ConfigMapKind, "first", ns);
+      held.data = { updated: "yes" };
+      await client.update(held);
+    } finally {
+      await client.delete(
+        { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration" },
+        "claims",
+      );
+      stop.abort();
+      await mgr.done;
+      await server.stop();
+    }
   });
 
   it("informer: events, an index, frozen objects", async () => {

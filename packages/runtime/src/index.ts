@@ -6,7 +6,7 @@
  * builder, predicates, the manager (leader election, metrics, health probes),
  * Event recording and reconcile helpers. It speaks only HTTP to the server.
  * Each folder's index says how its part behaves and what bounds it: client/,
- * cache/, controller/, manager/, metrics/, helpers/.
+ * cache/, controller/, manager/, metrics/, helpers/, webhook/.
  *
  * ```ts
  * const WebApp = kind<WebAppObject>("example.com/v1", "WebApp");
@@ -42,3 +42,4 @@ export * from "./helpers/index.ts";
 export { createLogger, type Logger, type LoggerOptions, silentLogger } from "./log.ts";
 export * from "./manager/index.ts";
 export * from "./metrics/index.ts";
+export * from "./webhook/index.ts";

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { Registry } from "../../registry/registry.ts";
 import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
+import type { WebhookAdmission } from "../admission/index.ts";
 import type { RbacAuthorizer } from "../authz/index.ts";
 import type { DecodedObjects } from "../store/decoded-objects.ts";
 import type { ResourceStore, StoreUser } from "../store/index.ts";
@@ -28,6 +29,8 @@ export type UserInfo = StoreUser;
 export interface ApiContext {
   /** Decides what each caller may do (RBAC over the watch caches). */
   authorizer: RbacAuthorizer;
+  /** Calls the admission webhooks the stored configurations declare. */
+  admission: WebhookAdmission;
   store: Store;
   registry: Registry;
   logger?: Logger;

@@ -18,6 +18,7 @@ import {
   storageVersion,
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
+import { WebhookAdmission } from "../admission/index.ts";
 import { forbidden, RbacAuthorizer } from "../authz/index.ts";
 import {
   aggregatedDiscovery,
@@ -160,6 +161,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
   const ctx: ApiContext = {
     authorizer: new RbacAuthorizer(opts.registry, caches),
+    admission: new WebhookAdmission(opts.registry, caches),
     store: opts.store,
     registry: opts.registry,
     limits,
@@ -471,6 +473,7 @@ async function serveResource(
     definition: def,
     version,
     user,
+    warnings,
     ...(def.namespaced && route.namespace !== undefined ? { namespace: route.namespace } : {}),
     ...(route.name !== undefined ? { name: route.name } : {}),
     ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),

@@ -1,7 +1,7 @@
 /**
  * Readying a new object for storage (create, and an update or apply that
- * creates): namespace admission, server-set metadata, field ownership, defaults
- * and validation.
+ * creates): namespace admission, server-set metadata, field ownership, defaults,
+ * mutating admission, validation and validating admission.
  */
 
 import type { KubeObject } from "@setpoint/api";
@@ -27,6 +27,7 @@ export async function prepareNewObject(
   manager: string,
   now: Date,
   trackFields = true,
+  dryRun = false,
 ): Promise<KubeObject> {
   const { def, version, scope } = ctx;
   if (def.namespaced && scope.namespace) {
@@ -48,7 +49,22 @@ export async function prepareNewObject(
   }
   applyDefaults(obj, def, version);
   canonicalizeObject(obj, def, version);
+  const admission = ctx.services.admission;
+  const mutated = await admission?.mutate(ctx, { operation: "CREATE", object: obj, dryRun });
+  if (mutated) {
+    replaceContents(obj, mutated);
+    applyDefaults(obj, def, version);
+    canonicalizeObject(obj, def, version);
+  }
   validateCreate(obj, def);
   authorizeWrite(ctx, obj, undefined);
+  await admission?.validate(ctx, { operation: "CREATE", object: obj, dryRun });
   return obj;
+}
+
+/** Makes `target` hold what `source` holds (a webhook's changes, in place). */
+export function replaceContents(target: KubeObject, source: KubeObject): void {
+  const t = target as unknown as Record<string, unknown>;
+  for (const k of Object.keys(t)) delete t[k];
+  Object.assign(t, source);
 }

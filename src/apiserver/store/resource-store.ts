@@ -181,7 +181,7 @@ export class ResourceStore implements StoreContext {
     for (let attempt = 1; ; attempt++) {
       // A generated name may collide: keep the object to try again with another.
       const next = generated ? deepClone(obj) : obj;
-      await prepareNewObject(this, next, opts.manager, new Date());
+      await prepareNewObject(this, next, opts.manager, new Date(), true, opts.dryRun);
       const key = this.key(next.metadata.name!);
       try {
         return await storeCreate(this, key, next, opts.dryRun);
@@ -229,9 +229,17 @@ export class ResourceStore implements StoreContext {
   }
 
   async #deleteAt(key: string, name: string, opts: DeleteOptions): Promise<DeleteOutcome> {
-    const outcome = await guaranteedUpdate(this, key, opts.dryRun, (current) =>
-      decideDelete(this, current, opts, name),
-    );
+    const admission = this.services.admission;
+    const outcome = await guaranteedUpdate(this, key, opts.dryRun, async (current) => {
+      if (current && admission) {
+        await admission.validate(this, {
+          operation: "DELETE",
+          oldObject: current,
+          dryRun: opts.dryRun,
+        });
+      }
+      return decideDelete(this, current, opts, name);
+    });
     return { obj: outcome.obj, deleted: outcome.action === "delete" };
   }
 

@@ -3,7 +3,7 @@
  * (storage, watch caches, decoded objects, namespace lifecycle, bounds), and the
  * scope of one call (type, version, namespace, name, subresource, caller).
  */
-import type { ErrorSubject } from "@setpoint/api";
+import type { ErrorSubject, KubeObject } from "@setpoint/api";
 import type { Authorizer, ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
@@ -40,6 +40,26 @@ export interface StoreServices {
   limits: StoreLimits;
   /** Checks writes that need more than their verb (RBAC's escalation rule); none: unchecked. */
   authorizer?: Authorizer;
+  /** Admission webhooks (src/apiserver/admission); none: writes are admitted as they are. */
+  admission?: Admission;
+}
+
+/** A write, as admission sees it. */
+export interface AdmissionAttributes {
+  operation: "CREATE" | "UPDATE" | "DELETE";
+  /** The object to be stored (create, update), in the storage version. */
+  object?: KubeObject;
+  /** The stored object (update, delete). */
+  oldObject?: KubeObject;
+  dryRun: boolean;
+}
+
+/** Admission between a write's decision and storage, as Kubernetes' admission chain. */
+export interface Admission {
+  /** Mutating admission: the object as the webhooks changed it, or undefined when none did. */
+  mutate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<KubeObject | undefined>;
+  /** Validating admission: throws the error the client gets when a webhook refuses. */
+  validate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<void>;
 }
 
 /** What one call is about. */
@@ -52,6 +72,8 @@ export interface ResourceScope {
   /** "status", "scale", or another subresource the definition declares. */
   subresource?: string;
   user: StoreUser;
+  /** Where warnings for the client go (admission webhooks add theirs). */
+  warnings?: string[];
 }
 
 /** A scope bound to the services, with what every step derives from it. */

@@ -37,6 +37,8 @@ export interface UpdatePlan {
    * that changes fields the object's controller manages gets one (managed-boundary.ts).
    */
   warnings?: string[];
+  /** A dry run (admission webhooks are told). */
+  dryRun?: boolean;
 }
 
 /** Keeps server-owned metadata from the stored object on a subresource write. */
@@ -72,7 +74,14 @@ export async function decideUpdate(
     if (!plan.allowCreate || sub) throw errors.notFound(ctx.subject);
     const obj = deepClone(candidate);
     delete obj.metadata.resourceVersion;
-    const prepared = await prepareNewObject(ctx, obj, plan.manager, now, !plan.apply);
+    const prepared = await prepareNewObject(
+      ctx,
+      obj,
+      plan.manager,
+      now,
+      !plan.apply,
+      plan.dryRun === true,
+    );
     return { action: "create", obj: prepared };
   }
   const requested = candidate.metadata.resourceVersion;
@@ -120,6 +129,19 @@ export async function decideUpdate(
   }
   applyDefaults(next, def, version);
   canonicalizeObject(next, def, version);
+  const admission = ctx.services.admission;
+  const dryRun = plan.dryRun === true;
+  const mutated = await admission?.mutate(ctx, {
+    operation: "UPDATE",
+    object: next,
+    oldObject: current,
+    dryRun,
+  });
+  if (mutated) {
+    next = mutated;
+    applyDefaults(next, def, version);
+    canonicalizeObject(next, def, version);
+  }
   bumpGeneration(next, current, def, sub);
   const removing = readyToRemove(next, def);
   // An update that changes nothing stores nothing, and is not validated again: the
@@ -128,6 +150,7 @@ export async function decideUpdate(
   if (!removing && sameObject(next, current)) return { action: "noop", obj: current };
   validateUpdate(next, current, def);
   authorizeWrite(ctx, next, current);
+  await admission?.validate(ctx, { operation: "UPDATE", object: next, oldObject: current, dryRun });
   if (removing) return { action: "delete", obj: next };
   if (plan.warnings) {
     const warning = managedBoundaryWarning(current, next, plan.manager, sub);

@@ -1,5 +1,9 @@
 /** Every built-in type, in the order discovery lists them within a group. */
 import type { ResourceDefinition } from "../types.ts";
+import {
+  mutatingWebhookConfigurationDefinition,
+  validatingWebhookConfigurationDefinition,
+} from "./admission/index.ts";
 import { configMapDefinition } from "./config-map.ts";
 import { coreEventDefinition } from "./core-event.ts";
 import { eventsV1EventDefinition } from "./events-event.ts";
@@ -35,6 +39,7 @@ import {
   serviceDefinitionFor,
 } from "./workloads/index.ts";
 
+export * from "./admission/index.ts";
 export { configMapDefinition } from "./config-map.ts";
 export { coreEventDefinition } from "./core-event.ts";
 export { eventsV1EventDefinition } from "./events-event.ts";
@@ -81,6 +86,8 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     clusterRoleDefinition,
     roleBindingDefinition,
     roleDefinition,
+    mutatingWebhookConfigurationDefinition,
+    validatingWebhookConfigurationDefinition,
     leaseDefinition,
     eventsV1EventDefinition,
     selfSubjectReviewDefinition,
@@ -100,6 +107,7 @@ export const BUILTIN_GROUP_ORDER: readonly string[] = [
   "networking.k8s.io",
   "policy",
   "rbac.authorization.k8s.io",
+  "admissionregistration.k8s.io",
   "coordination.k8s.io",
   "discovery.k8s.io",
 ];

@@ -371,3 +371,41 @@ export function applyJsonPatch(
   }
   return box.v;
 }
+
+/**
+ * The JSON patch that turns `original` into `modified`: members added, removed
+ * and replaced by path, arrays of the same length compared item by item and
+ * others replaced whole. Applying it to `original` gives a value equal to
+ * `modified` (what a mutating admission webhook answers).
+ */
+export function createJsonPatch(original: unknown, modified: unknown): JsonPatchOperation[] {
+  const ops: JsonPatchOperation[] = [];
+  diffInto(ops, [], original, modified);
+  return ops;
+}
+
+function diffInto(
+  ops: JsonPatchOperation[],
+  at: (string | number)[],
+  a: unknown,
+  b: unknown,
+): void {
+  if (deepEqual(a, b)) return;
+  const path = formatJsonPointer(at);
+  if (isJsonObject(a) && isJsonObject(b)) {
+    for (const k of Object.keys(a)) {
+      if (!Object.hasOwn(b, k)) ops.push({ op: "remove", path: formatJsonPointer([...at, k]) });
+    }
+    for (const [k, v] of Object.entries(b)) {
+      if (!Object.hasOwn(a, k)) {
+        ops.push({ op: "add", path: formatJsonPointer([...at, k]), value: deepClone(v) });
+      } else diffInto(ops, [...at, k], a[k], v);
+    }
+    return;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    for (let i = 0; i < a.length; i++) diffInto(ops, [...at, i], a[i], b[i]);
+    return;
+  }
+  ops.push({ op: "replace", path, value: deepClone(b) });
+}

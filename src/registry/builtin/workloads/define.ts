@@ -16,6 +16,7 @@ import { workloadSchema } from "./schemas.ts";
 /** Kubernetes' Go package of each group: the prefix of its definition names. */
 const PACKAGE: Record<string, string> = {
   "": "io.k8s.api.core",
+  "admissionregistration.k8s.io": "io.k8s.api.admissionregistration",
   apps: "io.k8s.api.apps",
   batch: "io.k8s.api.batch",
   "discovery.k8s.io": "io.k8s.api.discovery",

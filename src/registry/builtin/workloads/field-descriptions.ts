@@ -6,6 +6,18 @@
 
 /** Descriptions of fields whose meaning depends on the struct they are in. */
 const BY_STRUCT: Readonly<Record<string, string>> = {
+  "admissionregistration.v1.ValidatingWebhook.namespaceSelector":
+    "Labels the namespace of the object must have for the webhook to be called.",
+  "admissionregistration.v1.MutatingWebhook.namespaceSelector":
+    "Labels the namespace of the object must have for the webhook to be called.",
+  "admissionregistration.v1.ValidatingWebhook.timeoutSeconds":
+    "Seconds to wait for the webhook (1 to 30, default 10).",
+  "admissionregistration.v1.MutatingWebhook.timeoutSeconds":
+    "Seconds to wait for the webhook (1 to 30, default 10).",
+  "admissionregistration.v1.ValidatingWebhook.rules":
+    "The writes the webhook is called for: operations on resources.",
+  "admissionregistration.v1.MutatingWebhook.rules":
+    "The writes the webhook is called for: operations on resources.",
   "apps.v1.DeploymentCondition.type":
     "The kind of condition: Available, Progressing or ReplicaFailure.",
   "apps.v1.DeploymentCondition.status": "True, False or Unknown.",
@@ -668,6 +680,26 @@ const BY_NAME: Readonly<Record<string, string>> = {
   clusterRoleSelectors: "Label selectors of the ClusterRoles aggregated.",
   subjects: "The users, groups and service accounts granted the role.",
   roleRef: "The role granted; cannot change once set.",
+  webhooks: "The webhooks the configuration declares, called in order.",
+  admissionReviewVersions:
+    "AdmissionReview versions the webhook accepts, preferred first; the server sends the first it speaks.",
+  clientConfig: "How the webhook is reached: an https URL, or a Service, and the CA to trust.",
+  failurePolicy:
+    "Fail (the default) or Ignore: what happens to a write when the webhook cannot be called.",
+  matchConditions: "CEL conditions that must all hold for the webhook to be called.",
+  expression: "A CEL expression.",
+  matchPolicy:
+    "Equivalent (the default: also other versions of the same resource) or Exact: how rules match.",
+  objectSelector: "Labels the object (or the old object) must have for the webhook to be called.",
+  reinvocationPolicy:
+    "Never (the default) or IfNeeded: call again when a later webhook changed the object.",
+  sideEffects: "None or NoneOnDryRun: whether calling the webhook changes anything elsewhere.",
+  apiGroups: "API groups the rule applies to; * for all.",
+  apiVersions: "API versions the rule applies to; * for all.",
+  operations: "CREATE, UPDATE, DELETE, CONNECT or *: the writes the rule applies to.",
+  caBundle:
+    "PEM of the certificate authorities that sign the webhook's serving certificate (base64).",
+  url: "The https URL the webhook is called at.",
 };
 
 /** The description of field `field` of struct `struct` ("core.v1.PodSpec"). */

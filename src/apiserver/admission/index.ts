@@ -1,0 +1,8 @@
+/**
+ * Admission: the webhooks that ValidatingWebhookConfigurations and
+ * MutatingWebhookConfigurations declare, called on writes between the store's
+ * decision and storage (webhook-admission.ts): which are stored
+ * (configurations.ts), which one a write calls (matching.ts), and how one is
+ * called (webhook-client.ts).
+ */
+export { WebhookAdmission } from "./webhook-admission.ts";
