@@ -181,7 +181,7 @@ webhooks:
       options: { kind: "CreateOptions", apiVersion: "meta.k8s.io/v1" },
       oldObject: null,
     });
-    expect((req?.object as ConfigMap).data?.defaulted).toBe("true");
+    expect((req?.object as ConfigMap | undefined)?.data?.defaulted).toBe("true");
     expect(req?.userInfo.groups).toContain("system:masters");
   });
 
