@@ -14,7 +14,10 @@
  *   events lost, against the bare server relaying each POSTed body to the same
  *   1,000 watch streams; then the same at a tenth of the rate;
  * - server RSS holding 100,000 1 KiB ConfigMaps (with a watch open on them, as a
- *   controller would have) against the total size of their JSON.
+ *   controller would have) against the total size of their JSON;
+ * - custom resource creates and no-op applies (bench/api/custom-resources.ts);
+ * - creates by a user RBAC decides for among 1,000 roles and bindings, against the
+ *   same creates as the admin (bench/api/authorized.ts).
  *
  * Servers run in child processes (bench/lib/api-child.ts), so the load generated
  * here does not share their event loop; the API server is the one `setpoint up`
@@ -23,7 +26,8 @@
  * Environment:
  *   BENCH_MS             length of each side of the creates phase (default 4000)
  *   BENCH_TLS=1          https (both servers, same generated certificate) instead of http
- *   BENCH_PHASES         comma list of creates,list,fanout,rss,custom-resources (default all)
+ *   BENCH_PHASES         comma list of creates,list,fanout,rss,custom-resources,authorized
+ *                        (default all)
  *   BENCH_RSS_OBJECTS    objects in the RSS phase (default 100000)
  *   BENCH_FANOUT_SECONDS length of each side of the fan-out phase (default 5)
  *   BENCH_WATCHERS       watchers in the fan-out phase (default 1000)
@@ -38,6 +42,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { authorizedPhase } from "./api/authorized.ts";
 import { customResourcesPhase } from "./api/custom-resources.ts";
 import { ChildServer } from "./lib/child-server.ts";
 import { epochMicros, type WriterReport } from "./lib/fanout-writer.ts";
@@ -47,7 +52,7 @@ import { callersFor, combine, now, percentile, type Rate, Samples } from "./lib/
 
 const TLS = process.env.BENCH_TLS === "1";
 const PHASES = new Set(
-  (process.env.BENCH_PHASES ?? "creates,list,fanout,rss,custom-resources")
+  (process.env.BENCH_PHASES ?? "creates,list,fanout,rss,custom-resources,authorized")
     .split(",")
     .map((p) => p.trim()),
 );
@@ -618,6 +623,20 @@ async function main(): Promise<void> {
         ...(await customResourcesPhase(api, {
           durationMs: CREATE_MS,
           log: (m) => log(`custom resources: ${m}`),
+        })),
+      );
+    } finally {
+      await api.stop();
+    }
+  }
+  if (PHASES.has("authorized")) {
+    // Creates authorized by RBAC (bench/api/authorized.ts), on a server with authentication.
+    const api = await ChildServer.start("api", { tls: TLS, auth: true });
+    try {
+      rows.push(
+        ...(await authorizedPhase(api, {
+          durationMs: CREATE_MS,
+          log: (m) => log(`authorized: ${m}`),
         })),
       );
     } finally {

@@ -4,13 +4,15 @@
  * compiled, bundled by scripts/build.mjs as the `setpoint` command is (see
  * child-server.ts):
  *
- *   node --expose-gc <bundle dir>/api-child.mjs api|bare [--tls] [--volatile]
+ *   node --expose-gc <bundle dir>/api-child.mjs api|bare [--tls] [--volatile] [--auth]
  *
  * or from the sources, `node --import tsx --expose-gc bench/lib/api-child.ts ...`.
  *
  * - `api`: the Setpoint apiserver as `setpoint up` runs it (SQLite file in a temp
  *   dir, durable, the built-in types), without authentication; with `--volatile`
- *   SQLite does not wait for the disk at commit (to tell storage from API machinery).
+ *   SQLite does not wait for the disk at commit (to tell storage from API machinery);
+ *   with `--auth` requests need a bearer token: the admin's (sent in the ready
+ *   message) or BENCH_USER_TOKEN, which stands for BENCH_USER (authorized by RBAC).
  * - `bare`: a bare node:http(s) server, the baseline. It reads each request body
  *   and answers POST with a canned 201 body, GET with canned list bytes, and holds
  *   `?watch=true` GETs open, relaying each POSTed body to every one of them as an
@@ -40,7 +42,7 @@ export type ToChild =
 
 /** Messages to the parent. */
 export type FromChild =
-  | { type: "ready"; url: string; ca?: string }
+  | { type: "ready"; url: string; ca?: string; token?: string }
   | { type: "canned-ok" }
   | { type: "heap-snapshot"; file: string }
   | ({ type: "stats"; id: number } & ChildStats);
@@ -56,6 +58,10 @@ export interface ChildStats {
   /** V8 heap spaces of the main thread: committed and used bytes, by space name. */
   spaces: Record<string, { size: number; used: number }>;
 }
+
+/** The token of an ordinary user on a server started with --auth (what RBAC grants it decides). */
+export const BENCH_USER_TOKEN = "bench-user-token";
+export const BENCH_USER = "bench-user";
 
 /** Pause after a forced GC before reading memory, so freed pages are given back. */
 const SETTLE_MS = 500;
@@ -126,6 +132,8 @@ async function main(): Promise<void> {
   const mode = process.argv[2];
   const useTls = process.argv.includes("--tls");
   const durable = !process.argv.includes("--volatile");
+  const auth = process.argv.includes("--auth");
+  let token: string | undefined;
   let stop: () => Promise<void>;
   let url: string;
   let ca: string | undefined;
@@ -137,8 +145,16 @@ async function main(): Promise<void> {
     const plane = await startControlPlane({
       storage: { backend: "sqlite", durable },
       tls: useTls,
-      auth: false,
+      auth,
+      ...(auth
+        ? {
+            extraTokens: [
+              [BENCH_USER_TOKEN, { name: BENCH_USER, groups: ["system:authenticated"] }] as const,
+            ],
+          }
+        : {}),
     });
+    token = plane.token;
     url = plane.url;
     ca = plane.caCert;
     stop = () => plane.stop();
@@ -159,7 +175,7 @@ async function main(): Promise<void> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     };
   } else {
-    throw new Error(`usage: api-child.ts api|bare [--tls] [--volatile], got ${mode}`);
+    throw new Error(`usage: api-child.ts api|bare [--tls] [--volatile] [--auth], got ${mode}`);
   }
 
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -213,7 +229,7 @@ async function main(): Promise<void> {
     }
   });
   process.on("disconnect", () => void stop().then(() => process.exit(0)));
-  send({ type: "ready", url, ...(ca ? { ca } : {}) });
+  send({ type: "ready", url, ...(ca ? { ca } : {}), ...(token ? { token } : {}) });
 }
 
 await main();

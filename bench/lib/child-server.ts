@@ -55,6 +55,8 @@ export class ChildServer {
     readonly child: ChildProcess,
     readonly url: string,
     readonly ca: string | undefined,
+    /** The admin's bearer token (servers started with `auth`). */
+    readonly token: string | undefined,
   ) {
     child.on("message", (msg: FromChild) => {
       if (msg.type === "stats") {
@@ -68,9 +70,20 @@ export class ChildServer {
     });
   }
 
-  /** Forks the child and waits until it listens; `volatile`: SQLite without fsync at commit. */
-  static start(mode: ChildMode, opts: { tls: boolean; volatile?: boolean }): Promise<ChildServer> {
-    const args = [mode, ...(opts.tls ? ["--tls"] : []), ...(opts.volatile ? ["--volatile"] : [])];
+  /**
+   * Forks the child and waits until it listens; `volatile`: SQLite without fsync at
+   * commit; `auth`: requests need a bearer token (see api-child.ts).
+   */
+  static start(
+    mode: ChildMode,
+    opts: { tls: boolean; volatile?: boolean; auth?: boolean },
+  ): Promise<ChildServer> {
+    const args = [
+      mode,
+      ...(opts.tls ? ["--tls"] : []),
+      ...(opts.volatile ? ["--volatile"] : []),
+      ...(opts.auth ? ["--auth"] : []),
+    ];
     const child = fork(childEntry(), args, {
       execArgv: [
         ...(FROM_SOURCE ? ["--import", "tsx"] : []),
@@ -94,7 +107,7 @@ export class ChildServer {
       child.on("message", (msg: FromChild) => {
         if (msg.type !== "ready") return;
         clearTimeout(timer);
-        resolve(new ChildServer(mode, child, msg.url, msg.ca));
+        resolve(new ChildServer(mode, child, msg.url, msg.ca, msg.token));
       });
     });
   }

@@ -17,12 +17,14 @@ export class HttpClient {
   readonly agent: http.Agent;
   readonly #request: typeof http.request;
   readonly #base: URL;
+  readonly #token: string | undefined;
 
   constructor(
     readonly url: string,
-    opts: { ca?: string; sockets: number },
+    opts: { ca?: string; sockets: number; token?: string },
   ) {
     this.#base = new URL(url);
+    this.#token = opts.token;
     const agentOpts = { keepAlive: true, maxSockets: opts.sockets, maxFreeSockets: opts.sockets };
     if (this.#base.protocol === "https:") {
       this.agent = new https.Agent({ ...agentOpts, ...(opts.ca ? { ca: opts.ca } : {}) });
@@ -41,6 +43,7 @@ export class HttpClient {
     contentType = "application/json",
   ): Promise<Reply> {
     const headers: Record<string, string | number> = { Accept: "application/json" };
+    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
     if (body !== undefined) {
       headers["Content-Type"] = contentType;
       headers["Content-Length"] = Buffer.byteLength(body);
