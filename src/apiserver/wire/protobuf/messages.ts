@@ -138,6 +138,7 @@ const GROUP_VERSION: Record<string, string> = {
   networking: "networking.k8s.io/v1",
   policy: "policy/v1",
   rbac: "rbac.authorization.k8s.io/v1",
+  admissionregistration: "admissionregistration.k8s.io/v1",
 };
 
 interface Loaded {
@@ -159,6 +160,7 @@ function scalarOf(t: FieldType, where: string): string {
     case "int64":
     case "double":
     case "float":
+    case "bytes":
       return t.kind;
     case "ref":
       return `.${protobufName(t.ref ?? "")}`;
