@@ -12,13 +12,20 @@
  *
  * Short by default; AGENT_OUTAGE_LONG=1 holds each outage phase for 30 s.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import type { Pod } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import { groupMembers } from "../../src/agent/pods/proc.ts";
-import { SETPOINT_BIN, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import {
+  type AgentProcess,
+  agentPods,
+  killPodProcesses,
+  podProcesses as podProcesses_,
+  startAgentProcess,
+  stopChild,
+} from "./agent-process.ts";
 import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 
 const LONG = process.env.AGENT_OUTAGE_LONG === "1";
@@ -26,30 +33,7 @@ const HOLD_MS = LONG ? 30_000 : 1_000;
 const RANGE = 79;
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
 
-/** Pids of the processes whose environment says they are Pods of this test's range. */
-function podProcesses(): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const env = readFileSync(`/proc/${name}/environ`, "utf8");
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-      const vars = env.split("\0");
-      if (state !== "Z" && vars.some((v) => v.startsWith(`SETPOINT_POD_IP=127.${RANGE}.`))) {
-        out.push(Number(name));
-      }
-    } catch {}
-  }
-  return out.sort((a, b) => a - b);
-}
-
-interface AgentProcess {
-  child: ChildProcess;
-  endpoint: string;
-  output: () => string;
-}
-
+const podProcesses = () => podProcesses_(RANGE);
 const children: ChildProcess[] = [];
 let up: SetpointProcess | undefined;
 
@@ -58,62 +42,15 @@ async function startAgent(
   dataDir: string,
   imageDir: string,
 ): Promise<AgentProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      SETPOINT_BIN,
-      "agent",
-      "--kubeconfig",
-      kubeconfig,
-      "--node-name",
-      "outage-node",
-      "--data-dir",
-      dataDir,
-      "--image-dir",
-      imageDir,
-      "--pod-range",
-      String(RANGE),
-      "--log-format",
-      "json",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  children.push(child);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
+  const agent = await startAgentProcess({
+    kubeconfig,
+    nodeName: "outage-node",
+    dataDir,
+    imageDir,
+    range: RANGE,
   });
-  child.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const endpoint = await eventually(
-    "the agent to start",
-    () =>
-      /endpoint (http:\/\/\S+)/.exec(out)?.[1] ?? (child.exitCode !== null ? "exited" : undefined),
-    30_000,
-  );
-  if (endpoint === "exited") throw new Error(`the agent exited:\n${out}`);
-  return { child, endpoint, output: () => out };
-}
-
-async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-interface PodSummary {
-  name: string;
-  podIP: string;
-  containers: { pid?: number; restartCount: number }[];
-}
-
-async function agentPods(endpoint: string): Promise<PodSummary[]> {
-  const res = await fetch(`${endpoint}/pods`);
-  return ((await res.json()) as PodSummary[]).sort((a, b) => a.name.localeCompare(b.name));
+  children.push(agent.child);
+  return agent;
 }
 
 /** Polls every Pod over HTTP until stopped, counting requests and failures per Pod. */
@@ -147,11 +84,7 @@ afterAll(async () => {
   for (const c of children) await stopChild(c);
   await up?.stop();
   // Whatever is left of the Pods (the agent leaves them running by design).
-  for (const pid of podProcesses()) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {}
-  }
+  killPodProcesses(RANGE);
   removeTempDirs();
 });
 
