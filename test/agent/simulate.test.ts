@@ -1,7 +1,7 @@
 /**
  * Simulated nodes through a real apiserver, with the scheduler and the
- * workload controllers: Nodes register Ready with kwok-like resources and
- * renew their Leases; a Deployment's Pods are scheduled onto them and become
+ * workload controllers: Nodes register Ready with kwok-like resources, renew
+ * their Leases and post Ready again when their stored status says otherwise; a Deployment's Pods are scheduled onto them and become
  * Running and Ready with the kubelet's status fields (three Pod writes each:
  * create, binding, status); a Pod with a readiness probe is Running before it
  * is Ready; a Job-style Pod (restartPolicy Never) Succeeds after the run time;
@@ -57,6 +57,28 @@ describe("simulated nodes", () => {
       return l.metadata.resourceVersion !== first.metadata.resourceVersion ? l : undefined;
     });
     expect((renewed.spec as { holderIdentity?: string }).holderIdentity).toBe(name);
+  });
+
+  it("post Ready again when their stored status says otherwise, as the kubelet does", async () => {
+    const name = `sim${process.pid}-1`;
+    const node = await env.client.get<Node>(NODE, name);
+    await env.client.updateStatus<Node>({
+      ...node,
+      status: {
+        ...node.status,
+        conditions: (node.status?.conditions ?? []).map((c) => ({
+          ...c,
+          status: "Unknown",
+          reason: "NodeStatusUnknown",
+          message: "Kubelet stopped posting node status.",
+        })),
+      },
+    });
+    await eventually(async () => {
+      const n = await env.client.get<Node>(NODE, name);
+      const ready = n.status?.conditions?.find((c) => c.type === "Ready");
+      return (ready?.status === "True" && ready.reason === "KubeletReady") || undefined;
+    });
   });
 
   it("run a Deployment's Pods Running and Ready, with one status write each, and remove deleted ones", async () => {

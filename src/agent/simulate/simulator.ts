@@ -7,7 +7,10 @@
  * the kubelet does once its containers have stopped.
  *
  * The Node object, its status and the Pods' status come from the same code as
- * the real agent's (../node/, ../pods/status.ts). API writes per Pod: one
+ * the real agent's (../node/, ../pods/status.ts). Like the kubelet, a
+ * simulated node posts its status again as soon as the stored one differs
+ * from what it would post (for example after the node lifecycle controller
+ * marked it Unknown while its heartbeats were late). API writes per Pod: one
  * status write when it starts (two with a readiness probe), one when it
  * completes, one delete. Leases are renewed from the last copy written (one
  * request per renewal). One Pod watch serves every node of the simulator.
@@ -86,6 +89,9 @@ interface SimNode {
   index: number;
   uid?: string;
   lease?: KubeObject;
+  /** Registered: its status is kept as this simulator posts it. */
+  registered: boolean;
+  reporting: boolean;
   lastReport: number;
   /** Pod addresses' last octets in use. */
   used: Set<number>;
@@ -108,6 +114,7 @@ export class Simulator {
   private readonly dirty = new Set<string>();
   private readonly abort = new AbortController();
   private readonly informer: Informer<Pod>;
+  private readonly nodeInformer: Informer<Node>;
   private readonly log: Logger;
   private inFlight = 0;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -129,6 +136,8 @@ export class Simulator {
           dataDir: "",
         },
         lastReport: 0,
+        registered: false,
+        reporting: false,
         used: new Set(),
       };
       this.byName.set(n.identity.name, n);
@@ -141,6 +150,16 @@ export class Simulator {
       backoffMaxMs: 7_000,
       logger: this.log,
     });
+    this.nodeInformer = new Informer<Node>(opts.client, NODE, {
+      labelSelector: `${SIMULATED_NODE_LABEL}=true`,
+      backoffInitialMs: 200,
+      backoffMaxMs: 7_000,
+      logger: this.log,
+    });
+    this.nodeInformer.addEventHandler({
+      onAdd: (n) => this.checkNode(n),
+      onUpdate: (_, n) => this.checkNode(n),
+    });
     this.informer.addEventHandler({
       onAdd: (p) => this.observe(p),
       onUpdate: (_, p) => this.observe(p),
@@ -152,6 +171,7 @@ export class Simulator {
   async start(): Promise<void> {
     await mapLimit(this.nodes, SIMULATOR_WRITE_CONCURRENCY, (n) => this.register(n));
     await mapLimit(this.nodes, SIMULATOR_WRITE_CONCURRENCY, (n) => this.renew(n));
+    this.nodeInformer.start(this.abort.signal);
     this.informer.start(this.abort.signal);
     await this.informer.waitForSync(this.abort.signal);
     const every = this.opts.heartbeatMs ?? LEASE_RENEW_INTERVAL_MS;
@@ -197,6 +217,36 @@ export class Simulator {
     }
     n.uid = node.metadata.uid;
     await this.report(n, node);
+    n.registered = true;
+  }
+
+  /** The status this simulator would post for the node, as the agent compares it. */
+  private essentials(status: Node["status"]): string {
+    return canonicalJson({
+      conditions: (status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]),
+      allocatable: status?.allocatable,
+    });
+  }
+
+  /** Posts the node's status again when the stored one is not what it would post. */
+  private checkNode(node: Node): void {
+    const n = this.byName.get(node.metadata.name ?? "");
+    if (!n?.registered || n.reporting || this.abort.signal.aborted) return;
+    const want = nodeStatus(
+      n.identity,
+      rfc3339(),
+      node.status,
+      this.opts.resources ?? SIMULATED_NODE_RESOURCES,
+    );
+    if (this.essentials(want) === this.essentials(node.status)) return;
+    n.reporting = true;
+    void this.report(n, node)
+      .catch((err: unknown) => {
+        this.log.debug({ node: n.identity.name, err: String(err) }, "status report failed");
+      })
+      .finally(() => {
+        n.reporting = false;
+      });
   }
 
   private async report(n: SimNode, node: Node): Promise<void> {
