@@ -256,6 +256,11 @@ export class Simulator {
       node.status,
       this.opts.resources ?? SIMULATED_NODE_RESOURCES,
     );
+    // A simulated node is its own host.
+    status.addresses = [
+      { type: "InternalIP", address: n.identity.address },
+      { type: "Hostname", address: n.identity.name },
+    ];
     await this.opts.client.updateStatus<Node>({ ...node, status });
     n.lastReport = Date.now();
   }

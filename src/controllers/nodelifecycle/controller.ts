@@ -12,6 +12,10 @@
  *   node.kubernetes.io/unreachable (Ready=Unknown), NoSchedule and NoExecute
  *   (with timeAdded), node.kubernetes.io/unschedulable:NoSchedule on a
  *   cordoned Node; removed when the condition clears;
+ * - Events on the Node, from `node-controller` as Kubernetes words them:
+ *   RegisteredNode ("Node NAME event: Registered Node NAME in Controller") when
+ *   this process first sees it, NodeNotReady ("Node NAME status is now:
+ *   NodeNotReady") when its Ready condition stops being True;
  * - taint eviction: a Pod on a Node with NoExecute taints is deleted once its
  *   matching toleration's tolerationSeconds have run out, at once when it does
  *   not tolerate a taint; first its DisruptionTarget condition is set and a
@@ -40,6 +44,8 @@ export const DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS = 50_000;
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
 /** The Events' source component for taint eviction, as Kubernetes names it. */
 export const TAINT_EVICTION_EVENT_SOURCE = "taint-eviction-controller";
+/** The Node Events' source component, as Kubernetes names it. */
+export const NODE_CONTROLLER_EVENT_SOURCE = "node-controller";
 /** Concurrent Node and Pod reconciles. */
 export const DEFAULT_NODE_LIFECYCLE_WORKERS = 4;
 
@@ -105,7 +111,10 @@ export class NodeLifecycleController implements BuiltinController {
   private leases!: Informer<Lease>;
   private pods!: Informer<Pod>;
   private recorder!: EventRecorder;
+  private nodeRecorder!: EventRecorder;
   private readonly probes = new Map<string, Probe>();
+  /** Each Node's UID and Ready status when last reconciled, by name. */
+  private readonly readiness = new Map<string, { uid: string; ready: string | undefined }>();
 
   constructor(private readonly opts: NodeLifecycleOptions = {}) {
     this.gracePeriodMs = opts.nodeMonitorGracePeriodMs ?? DEFAULT_NODE_MONITOR_GRACE_PERIOD_MS;
@@ -116,6 +125,10 @@ export class NodeLifecycleController implements BuiltinController {
   setup(mgr: Manager): void {
     this.recorder = new Recorder(mgr.client, {
       component: TAINT_EVICTION_EVENT_SOURCE,
+      instance: mgr.identity,
+    });
+    this.nodeRecorder = new Recorder(mgr.client, {
+      component: NODE_CONTROLLER_EVENT_SOURCE,
       instance: mgr.identity,
     });
     this.nodes = mgr.cache.informerFor<Node>(NODE);
@@ -160,8 +173,10 @@ export class NodeLifecycleController implements BuiltinController {
     let node = this.nodes.get(req.name);
     if (!node) {
       this.probes.delete(req.name);
+      this.readiness.delete(req.name);
       return undefined;
     }
+    this.recordReadiness(node);
     const now = Date.now();
     const left = this.probe(node, now) + this.gracePeriodMs - now;
     if (left <= 0) {
@@ -172,6 +187,7 @@ export class NodeLifecycleController implements BuiltinController {
           status: { ...structuredClone(node.status ?? {}), conditions },
         });
         ctx.log.info("node stopped posting status: conditions Unknown");
+        this.recordReadiness(node);
       }
     }
     const taints = reconcileTaints(node, stamp(now));
@@ -180,6 +196,24 @@ export class NodeLifecycleController implements BuiltinController {
       await ctx.client.update<Node>({ ...copy, spec: { ...(copy.spec ?? {}), taints } });
     }
     return left > 0 ? { requeueAfter: left } : undefined;
+  }
+
+  /** RegisteredNode the first time a Node is seen, NodeNotReady when Ready stops being True. */
+  private recordReadiness(node: Node): void {
+    const uid = node.metadata.uid ?? "";
+    const name = node.metadata.name ?? "";
+    const ready = readyCondition(node)?.status;
+    const seen = this.readiness.get(name);
+    if (seen?.uid !== uid) {
+      this.nodeRecorder.normal(
+        node,
+        "RegisteredNode",
+        `Node ${name} event: Registered Node ${name} in Controller`,
+      );
+    } else if (seen.ready === "True" && ready !== "True") {
+      this.nodeRecorder.normal(node, "NodeNotReady", `Node ${name} status is now: NodeNotReady`);
+    }
+    this.readiness.set(name, { uid, ready });
   }
 
   private async reconcilePod(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
