@@ -51,7 +51,8 @@ function sample(schema: Schema, depth: number, seen: Set<string>): unknown {
         const v = sample(schema.additionalProperties as Schema, depth + 1, seen);
         return v === undefined ? undefined : { "key-a": v };
       }
-      return { a: "b" };
+      // An object of no declared fields (meta/v1 DeleteOptions inside an Eviction).
+      return {};
     }
     case "array": {
       const v = sample(schema.items as Schema, depth + 1, seen);

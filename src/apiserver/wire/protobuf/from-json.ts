@@ -46,16 +46,60 @@ function tag(w: Writer, id: number, wire: number): Writer {
   return w.uint32((id << 3) | wire);
 }
 
-/** Fields in number order (the order Go's marshallers write them), per message. */
-const ordered = new WeakMap<Type, Field[]>();
+/** What writing one field needs, worked out once per field. */
+interface FieldPlan {
+  field: Field;
+  id: number;
+  name: string;
+  type: string;
+  wire: number;
+  sub: Type | null;
+  inline: boolean;
+  /** Written as zero when absent (a Go field that is not a pointer, list or map). */
+  zero: boolean;
+  map: boolean;
+  repeated: boolean;
+  keyType: string;
+}
 
-function fieldsOf(type: Type): Field[] {
-  let fields = ordered.get(type);
-  if (!fields) {
-    fields = [...type.fieldsArray].sort((a, b) => a.id - b.id);
-    ordered.set(type, fields);
-  }
-  return fields;
+/** How a message is written: a value kind of its own, or its fields in number order. */
+interface MessagePlan {
+  special: string | undefined;
+  fields: FieldPlan[];
+}
+
+const SPECIAL = new Set([TIME, MICRO_TIME, QUANTITY, INT_OR_STRING, RAW_EXTENSION, FIELDS_V1]);
+
+/** Plans by message (protobufjs computes a full name on every read: worked out once). */
+const plans = new WeakMap<Type, MessagePlan>();
+
+function planOf(type: Type): MessagePlan {
+  let plan = plans.get(type);
+  if (plan) return plan;
+  const full = type.fullName.slice(1);
+  plan = {
+    special: SPECIAL.has(full) ? full : undefined,
+    fields: [...type.fieldsArray]
+      .sort((a, b) => a.id - b.id)
+      .map((field) => {
+        const info = fieldInfo(field);
+        return {
+          field,
+          id: field.id,
+          name: field.name,
+          type: field.type,
+          wire: wireType(field),
+          sub: (field.resolvedType as Type | null) ?? null,
+          inline: info.inline,
+          zero: info.known && !info.pointer && !field.repeated && !field.map,
+          map: Boolean(field.map),
+          repeated: field.repeated,
+          keyType: (field as unknown as protobuf.MapField).keyType ?? "string",
+        };
+      }),
+  };
+  plans.set(type, plan);
+  return plan;
 }
 
 function integer(v: unknown): number {
@@ -102,9 +146,22 @@ function writeScalar(w: Writer, type: string, v: unknown): void {
 
 const RFC3339 = /^(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/;
 
+/** Timestamps recently parsed (objects repeat a few of them), at most TIME_CACHE. */
+const timeCache = new Map<string, { seconds: number; nanos: number } | undefined>();
+const TIME_CACHE = 1024;
+
 /** Seconds and nanoseconds of an RFC 3339 timestamp; undefined when it is not one. */
 function timeParts(v: unknown, micro: boolean): { seconds: number; nanos: number } | undefined {
   if (typeof v !== "string") return undefined;
+  const key = micro ? `m${v}` : v;
+  if (timeCache.has(key)) return timeCache.get(key);
+  const parts = parseTime(v, micro);
+  if (timeCache.size >= TIME_CACHE) timeCache.clear();
+  timeCache.set(key, parts);
+  return parts;
+}
+
+function parseTime(v: string, micro: boolean): { seconds: number; nanos: number } | undefined {
   const m = RFC3339.exec(v);
   if (!m) return undefined;
   const ms = Date.parse(`${m[1]}${m[3]}`);
@@ -122,11 +179,13 @@ function writeEmbeddedJson(w: Writer, id: number, v: unknown): void {
  * the body of a message.
  */
 export function writeMessageBody(w: Writer, type: Type, v: unknown): void {
-  const full = type.fullName.slice(1);
-  switch (full) {
+  const plan = planOf(type);
+  switch (plan.special) {
+    case undefined:
+      break;
     case TIME:
     case MICRO_TIME: {
-      const t = timeParts(v, full === MICRO_TIME);
+      const t = timeParts(v, plan.special === MICRO_TIME);
       if (!t || (t.seconds === 0 && t.nanos === 0)) return;
       tag(w, 1, VARINT).int64(t.seconds);
       tag(w, 2, VARINT).int32(t.nanos);
@@ -142,8 +201,8 @@ export function writeMessageBody(w: Writer, type: Type, v: unknown): void {
       tag(w, 3, LENGTH).string(isString ? v : "");
       return;
     }
-    case RAW_EXTENSION:
-    case FIELDS_V1:
+    default:
+      // RawExtension, FieldsV1: the JSON they hold.
       if (v !== undefined && v !== null) writeEmbeddedJson(w, 1, v);
       return;
   }
@@ -151,45 +210,45 @@ export function writeMessageBody(w: Writer, type: Type, v: unknown): void {
     string,
     unknown
   >;
-  for (const field of fieldsOf(type)) {
-    const info = fieldInfo(field);
-    const sub = field.resolvedType as Type | null;
-    if (info.inline && sub) {
-      writeNested(w, field.id, sub, obj);
+  for (const f of plan.fields) {
+    const sub = f.sub;
+    if (f.inline && sub) {
+      writeNested(w, f.id, sub, obj);
       continue;
     }
-    const value = obj[field.name];
+    const value = obj[f.name];
     if (value === undefined || value === null) {
       // Go writes every field that is not a pointer, a list or a map.
-      if (info.known && !info.pointer && !field.repeated && !field.map) {
-        if (sub) writeNested(w, field.id, sub, undefined);
-        else writeScalar(tag(w, field.id, wireType(field)), field.type, undefined);
+      if (f.zero) {
+        if (sub) writeNested(w, f.id, sub, undefined);
+        else writeScalar(tag(w, f.id, f.wire), f.type, undefined);
       }
       continue;
     }
-    if (field.map) {
+    if (f.map) {
       if (typeof value !== "object" || Array.isArray(value)) continue;
       const m = value as Record<string, unknown>;
-      const keyType = (field as unknown as protobuf.MapField).keyType;
-      for (const k of Object.keys(m).sort()) {
-        tag(w, field.id, LENGTH).fork();
-        writeScalar(tag(w, 1, keyType === "string" ? LENGTH : VARINT), keyType, k);
+      const keys = Object.keys(m);
+      if (keys.length > 1) keys.sort();
+      for (const k of keys) {
+        tag(w, f.id, LENGTH).fork();
+        writeScalar(tag(w, 1, f.keyType === "string" ? LENGTH : VARINT), f.keyType, k);
         if (sub) writeNested(w, 2, sub, m[k]);
-        else writeScalar(tag(w, 2, wireType(field)), field.type, m[k]);
+        else writeScalar(tag(w, 2, f.wire), f.type, m[k]);
         w.ldelim();
       }
       continue;
     }
-    if (field.repeated) {
+    if (f.repeated) {
       if (!Array.isArray(value)) continue;
       for (const item of value) {
-        if (sub) writeNested(w, field.id, sub, item);
-        else writeScalar(tag(w, field.id, wireType(field)), field.type, item);
+        if (sub) writeNested(w, f.id, sub, item);
+        else writeScalar(tag(w, f.id, f.wire), f.type, item);
       }
       continue;
     }
-    if (sub) writeNested(w, field.id, sub, value);
-    else writeScalar(tag(w, field.id, wireType(field)), field.type, value);
+    if (sub) writeNested(w, f.id, sub, value);
+    else writeScalar(tag(w, f.id, f.wire), f.type, value);
   }
 }
 

@@ -21,7 +21,7 @@ import type { KubeObject } from "@setpoint/api";
 import { errors } from "@setpoint/api";
 import type { Type } from "protobufjs";
 import { encodeMessage } from "./from-json.ts";
-import { listMessageOf, META, messageForKind, protobufRoot, protobufType } from "./messages.ts";
+import { listMessageOf, META, messageForKind, protobufType } from "./messages.ts";
 import { DecodeError, messageJson } from "./to-json.ts";
 
 export { PROTO_FILES, protobufType } from "./messages.ts";
@@ -41,6 +41,16 @@ export function isProtobufContentType(ct: string | undefined): boolean {
   return ct.split(";")[0].trim().toLowerCase() === PROTOBUF_CONTENT_TYPE;
 }
 
+let unknown: Type | undefined;
+let status: Type | undefined;
+let watchEvent: Type | undefined;
+
+/** runtime.Unknown, the envelope (looked up once). */
+function unknownType(): Type {
+  unknown ??= protobufType("k8s.io.apimachinery.pkg.runtime.Unknown");
+  return unknown;
+}
+
 function fail(message: string): never {
   throw errors.badRequest(`unable to decode protobuf body: ${message}`);
 }
@@ -54,8 +64,7 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
     fail('the body does not start with the protobuf prefix "k8s\\x00"');
   }
   try {
-    const unknownType = protobufType("k8s.io.apimachinery.pkg.runtime.Unknown");
-    const envelope = unknownType.decode(body.subarray(4)) as unknown as {
+    const envelope = unknownType().decode(body.subarray(4)) as unknown as {
       typeMeta?: { apiVersion?: string; kind?: string };
       raw?: Uint8Array;
       contentEncoding?: string;
@@ -90,7 +99,10 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
 
 /** The message an object of `apiVersion` and `kind` is sent as (lists, Status, meta types included). */
 function responseMessage(apiVersion: string, kind: string): Type | undefined {
-  if (kind === "Status" && apiVersion === "v1") return protobufType(`${META}.Status`);
+  if (kind === "Status" && apiVersion === "v1") {
+    status ??= protobufType(`${META}.Status`);
+    return status;
+  }
   if (apiVersion === "meta.k8s.io/v1") {
     if (kind === "PartialObjectMetadata" || kind === "PartialObjectMetadataList") {
       return protobufType(`${META}.${kind}`);
@@ -113,8 +125,7 @@ export function hasProtobufEncoding(apiVersion: string, kind: string): boolean {
 
 /** The envelope's bytes (without the magic) around a message's bytes. */
 function envelope(apiVersion: string, kind: string, raw: Uint8Array): Uint8Array {
-  const unknownType = protobufRoot().lookupType("k8s.io.apimachinery.pkg.runtime.Unknown");
-  return unknownType
+  return unknownType()
     .encode({ typeMeta: { apiVersion, kind }, raw, contentEncoding: "", contentType: "" })
     .finish();
 }
@@ -142,7 +153,8 @@ export function encodeProtobufObject(obj: unknown): Buffer | undefined {
 export function encodeProtobufWatchEvent(type: string, obj: unknown): Buffer | undefined {
   const raw = encodeProtobufObject(obj);
   if (!raw) return undefined;
-  const event = protobufType(`${META}.WatchEvent`).encode({ type, object: { raw } }).finish();
+  watchEvent ??= protobufType(`${META}.WatchEvent`);
+  const event = watchEvent.encode({ type, object: { raw } }).finish();
   const frame = Buffer.allocUnsafe(4 + event.length);
   frame.writeUInt32BE(event.length, 0);
   frame.set(event, 4);

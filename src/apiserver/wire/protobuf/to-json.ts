@@ -107,6 +107,18 @@ function embeddedJson(raw: Uint8Array | undefined, path: string, what: string): 
   }
 }
 
+/** Full names by message (protobufjs computes one on every read). */
+const names = new WeakMap<Type, string>();
+
+function nameOf(type: Type): string {
+  let name = names.get(type);
+  if (name === undefined) {
+    name = type.fullName.slice(1);
+    names.set(type, name);
+  }
+  return name;
+}
+
 /** The zero JSON of a scalar type, for fields Go always writes. */
 function zeroOf(field: Field): unknown {
   switch (field.type) {
@@ -131,7 +143,7 @@ function valueJson(field: Field, v: unknown, at: string): unknown {
  * extension (which Go's JSON leaves out).
  */
 export function messageJson(type: Type, msg: Message, path: string): unknown {
-  const full = type.fullName.slice(1);
+  const full = nameOf(type);
   if (full === TIME) return formatTime(msg, false, path);
   if (full === MICRO_TIME) return formatTime(msg, true, path);
   if (full === FIELDS_V1) {
