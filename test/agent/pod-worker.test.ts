@@ -48,7 +48,11 @@ const configMaps: Record<string, Record<string, string>> = {
 };
 const secrets: Record<string, Record<string, string>> = { "ns1/creds": { password: "s3cret" } };
 
-function start(p: Pod, ip = `127.77.0.${10 + (seq % 200)}`) {
+function start(
+  p: Pod,
+  ip = `127.77.0.${10 + (seq % 200)}`,
+  onEvent?: (r: PodRecord, type: "Normal" | "Warning", reason: string, message: string) => void,
+) {
   const dataDir = tempDir("setpoint-worker-");
   const images = testImageStore();
   const changes: PodRecord[] = [];
@@ -63,6 +67,7 @@ function start(p: Pod, ip = `127.77.0.${10 + (seq % 200)}`) {
     restartBackoff: new Backoff(),
     pullBackoff: new Backoff(),
     onChange: (r: PodRecord) => changes.push(r),
+    onEvent,
   };
   const worker = new PodWorker(newPodRecord(p, ip), deps);
   workers.push(worker);
@@ -192,7 +197,10 @@ describe("the pod worker", () => {
       restartPolicy: "OnFailure",
       containers: [{ name: "crash", image: "shell:1", args: ["echo run; exit 2"] }],
     });
-    const { status, log } = start(p);
+    const events: string[] = [];
+    const { status, log } = start(p, undefined, (_r, type, reason, message) =>
+      events.push(`${type} ${reason} ${message}`),
+    );
     const waiting = await eventually("CrashLoopBackOff", () => {
       const cs = status().containerStatuses?.[0];
       return cs?.state?.waiting?.reason === "CrashLoopBackOff" ? cs : undefined;
@@ -205,6 +213,10 @@ describe("the pod worker", () => {
     expect(status().phase).toBe("Running");
     expect(log("crash", 0)).toBe("run\n");
     expect(log("crash", 1)).toBe("run\n");
+    // As the kubelet words it (kubectl describe pod, kubectl events).
+    expect(events).toContain(
+      `Warning BackOff Back-off restarting failed container crash in pod ${p.metadata.name}_ns1(${p.metadata.uid})`,
+    );
   });
 
   it("leaves a container that failed under restartPolicy Never terminated, the Pod Failed", async () => {

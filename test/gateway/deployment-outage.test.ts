@@ -34,7 +34,7 @@ import { SETPOINT_BIN, type SetpointProcess, startSetpoint } from "../e2e/helper
 
 const LONG = process.env.GATEWAY_DEPLOYMENT_OUTAGE_LONG === "1";
 const STEP_MS = LONG ? 7_500 : 1_000;
-const RANGE = 77;
+const RANGE = 76;
 const NODE = "gw-outage-node";
 const HOST = "hello.outage.test";
 const DEPLOYMENT = { apiVersion: "apps/v1", kind: "Deployment" } as const;

@@ -262,7 +262,11 @@ export class PodWorker {
         const message = `back-off ${delay} restarting failed container=${c.name} pod=${meta.name}_${meta.namespace}(${uid})`;
         if (rec.waiting?.reason !== "CrashLoopBackOff" || rec.waiting.message !== message) {
           rec.waiting = { reason: "CrashLoopBackOff", message };
-          this.event("Warning", "BackOff", "Back-off restarting failed container");
+          this.event(
+            "Warning",
+            "BackOff",
+            `Back-off restarting failed container ${c.name} in pod ${meta.name}_${meta.namespace}(${uid})`,
+          );
           this.changed();
         }
         this.syncAt(until);
