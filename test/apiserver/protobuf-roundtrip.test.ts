@@ -41,7 +41,11 @@ function sample(schema: Schema, depth: number, seen: Set<string>): unknown {
     case "object": {
       if (schema.properties) {
         const out: Record<string, unknown> = {};
+        // An embedded kind (a StatefulSet's volumeClaimTemplates): its message
+        // carries no TypeMeta, in Go's protobuf as here.
+        const embeddedKind = depth > 0 && "metadata" in schema.properties;
         for (const [k, p] of Object.entries(schema.properties)) {
+          if (embeddedKind && (k === "apiVersion" || k === "kind")) continue;
           const v = sample(p as Schema, depth + 1, seen);
           if (v !== undefined) out[k] = v;
         }

@@ -73,6 +73,12 @@ describe("Registry", () => {
       [
         "configmaps.",
         "controllerrevisions.apps",
+        "cronjobs.batch",
+        "daemonsets.apps",
+        "persistentvolumeclaims.",
+        "persistentvolumes.",
+        "replicationcontrollers.",
+        "statefulsets.apps",
         "deployments.apps",
         "endpoints.",
         "endpointslices.discovery.k8s.io",

@@ -24,6 +24,8 @@ import { secretDefinition } from "./secret.ts";
 import { serviceAccountDefinition } from "./service-account.ts";
 import {
   controllerRevisionDefinition,
+  cronJobDefinition,
+  daemonSetDefinition,
   deploymentDefinition,
   endpointSliceDefinition,
   endpointsDefinition,
@@ -31,12 +33,16 @@ import {
   ingressDefinition,
   jobDefinition,
   nodeDefinition,
+  persistentVolumeClaimDefinition,
+  persistentVolumeDefinition,
   podDefinition,
   podDisruptionBudgetDefinition,
   podTemplateDefinition,
   replicaSetDefinition,
+  replicationControllerDefinition,
   type ServiceRanges,
   serviceDefinitionFor,
+  statefulSetDefinition,
 } from "./workloads/index.ts";
 
 export * from "./admission/index.ts";
@@ -78,6 +84,12 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     replicaSetDefinition,
     controllerRevisionDefinition,
     jobDefinition,
+    replicationControllerDefinition,
+    persistentVolumeClaimDefinition,
+    persistentVolumeDefinition,
+    daemonSetDefinition,
+    statefulSetDefinition,
+    cronJobDefinition,
     endpointSliceDefinition,
     ingressDefinition,
     ingressClassDefinition,

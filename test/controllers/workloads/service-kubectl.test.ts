@@ -198,11 +198,7 @@ data: {k: v}
     ]);
   });
 
-  // Skipped until every kind of kubectl's default prune list is served: it
-  // also names PersistentVolumeClaim, PersistentVolume, ReplicationController,
-  // CronJob, DaemonSet and StatefulSet, and kubectl refuses to prune when one
-  // of them has no mapping ("error retrieving RESTMappings to prune").
-  it.skip("prunes with apply --prune -l and kubectl's default prune list", async () => {
+  it("prunes with apply --prune -l and kubectl's default prune list", async () => {
     await applyThenPrune([]);
   });
 });

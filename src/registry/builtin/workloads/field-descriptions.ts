@@ -203,6 +203,81 @@ const BY_STRUCT: Readonly<Record<string, string>> = {
     "What the role allows; filled in by the aggregation when aggregationRule is set.",
   "policy.v1.PodDisruptionBudgetSpec.selector": "Selects the pods the budget protects.",
   "policy.v1.PodDisruptionBudgetStatus.conditions": "The budget's conditions (DisruptionAllowed).",
+  "apps.v1.DaemonSetSpec.updateStrategy":
+    "How the daemon Pods are replaced when the template changes (RollingUpdate or OnDelete).",
+  "apps.v1.DaemonSetStatus.currentNumberScheduled":
+    "Nodes running at least one daemon Pod that should run it.",
+  "apps.v1.DaemonSetStatus.desiredNumberScheduled": "Nodes that should run the daemon Pod.",
+  "apps.v1.DaemonSetStatus.numberAvailable":
+    "Nodes whose daemon Pod has been ready for at least minReadySeconds.",
+  "apps.v1.DaemonSetStatus.numberMisscheduled":
+    "Nodes running the daemon Pod that should not run it.",
+  "apps.v1.DaemonSetStatus.numberReady": "Nodes whose daemon Pod is ready.",
+  "apps.v1.DaemonSetStatus.numberUnavailable":
+    "Nodes that should run an available daemon Pod and do not.",
+  "apps.v1.DaemonSetStatus.updatedNumberScheduled":
+    "Nodes running a daemon Pod of the current template.",
+  "apps.v1.StatefulSetOrdinals.start": "The number the first replica's name ends with (default 0).",
+  "apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy.whenDeleted":
+    "Retain or Delete: what happens to the claims from volumeClaimTemplates when the set is deleted.",
+  "apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy.whenScaled":
+    "Retain or Delete: what happens to the claims of replicas removed by scaling down.",
+  "apps.v1.StatefulSetSpec.ordinals": "How replicas are numbered.",
+  "apps.v1.StatefulSetSpec.persistentVolumeClaimRetentionPolicy":
+    "What happens to the claims made from volumeClaimTemplates.",
+  "apps.v1.StatefulSetSpec.podManagementPolicy":
+    "OrderedReady (one replica at a time, in order) or Parallel.",
+  "apps.v1.StatefulSetSpec.serviceName":
+    "The headless Service that gives the replicas their network identity.",
+  "apps.v1.StatefulSetSpec.updateStrategy":
+    "How replicas are replaced when the template changes (RollingUpdate or OnDelete).",
+  "apps.v1.StatefulSetSpec.volumeClaimTemplates":
+    "Claims made for each replica, mounted by name in its Pod.",
+  "apps.v1.StatefulSetStatus.currentReplicas": "Replicas of the currentRevision.",
+  "apps.v1.StatefulSetStatus.currentRevision": "The revision the replicas below the partition run.",
+  "apps.v1.StatefulSetStatus.updateRevision": "The revision of the current template.",
+  "batch.v1.CronJobSpec.concurrencyPolicy":
+    "Allow, Forbid or Replace: what happens when a run is due while another runs.",
+  "batch.v1.CronJobSpec.failedJobsHistoryLimit": "How many failed Jobs are kept (default 1).",
+  "batch.v1.CronJobSpec.jobTemplate": "The Job made at each scheduled time.",
+  "batch.v1.CronJobSpec.schedule": 'When to run, in cron format (e.g. "*/5 * * * *").',
+  "batch.v1.CronJobSpec.startingDeadlineSeconds":
+    "How late a missed run may still start; later ones are skipped.",
+  "batch.v1.CronJobSpec.successfulJobsHistoryLimit":
+    "How many successful Jobs are kept (default 3).",
+  "batch.v1.CronJobSpec.timeZone":
+    "The time zone of the schedule (an IANA name); the controller's own when unset.",
+  "batch.v1.CronJobStatus.lastScheduleTime": "When a Job was last scheduled.",
+  "batch.v1.CronJobStatus.lastSuccessfulTime": "When a Job last completed successfully.",
+  "core.v1.AzureFilePersistentVolumeSource.secretNamespace":
+    "The namespace of the Secret with the storage account's credentials.",
+  "core.v1.CSIPersistentVolumeSource.controllerExpandSecretRef":
+    "Secret passed to the driver's ControllerExpandVolume call.",
+  "core.v1.CSIPersistentVolumeSource.controllerPublishSecretRef":
+    "Secret passed to the driver's ControllerPublishVolume and Unpublish calls.",
+  "core.v1.CSIPersistentVolumeSource.nodeExpandSecretRef":
+    "Secret passed to the driver's NodeExpandVolume call.",
+  "core.v1.CSIPersistentVolumeSource.nodeStageSecretRef":
+    "Secret passed to the driver's NodeStageVolume and Unstage calls.",
+  "core.v1.CSIPersistentVolumeSource.volumeHandle": "The driver's name for the volume.",
+  "core.v1.GlusterfsPersistentVolumeSource.endpointsNamespace":
+    "The namespace of the Endpoints naming the Glusterfs servers.",
+  "core.v1.ModifyVolumeStatus.targetVolumeAttributesClassName":
+    "The volume attributes class being applied.",
+  "core.v1.PersistentVolumeClaimStatus.allocatedResourceStatuses":
+    "Progress of resizing, per resource.",
+  "core.v1.PersistentVolumeClaimStatus.currentVolumeAttributesClassName":
+    "The volume attributes class the volume has now.",
+  "core.v1.PersistentVolumeClaimStatus.modifyVolumeStatus":
+    "Progress of a change of volume attributes class.",
+  "core.v1.PersistentVolumeSource.local": "A disk, partition or directory of one node.",
+  "core.v1.PersistentVolumeSpec.claimRef": "The claim this volume is bound (or reserved) to.",
+  "core.v1.PersistentVolumeSpec.local": "A disk, partition or directory of one node.",
+  "core.v1.PersistentVolumeSpec.mountOptions": "Options used when the volume is mounted.",
+  "core.v1.PersistentVolumeSpec.persistentVolumeReclaimPolicy":
+    "Retain, Delete or Recycle: what happens to the volume when its claim goes.",
+  "core.v1.PersistentVolumeStatus.lastPhaseTransitionTime": "When the phase last changed.",
+  "core.v1.VolumeNodeAffinity.required": "The nodes the volume can be used from.",
 };
 
 /** Descriptions by field name, for names that mean the same wherever they appear. */

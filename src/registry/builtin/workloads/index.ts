@@ -1,7 +1,8 @@
 /**
  * The workload kinds (Pod, Node, Service, Endpoints, PodTemplate, Deployment,
  * ReplicaSet, ControllerRevision, Job, EndpointSlice, Ingress, IngressClass,
- * PodDisruptionBudget): their definitions, and their schemas made from the
+ * PodDisruptionBudget; and, served without a loop yet, DaemonSet, StatefulSet,
+ * ReplicationController, CronJob, PersistentVolumeClaim, PersistentVolume): their definitions, and their schemas made from the
  * generated field facts of Kubernetes' Go types (generated/workload-types.json).
  */
 export {
@@ -28,6 +29,12 @@ export {
 } from "./network.ts";
 export { decidePodDelete, podDefinition, podStatusCell } from "./pod.ts";
 export { DEFAULT_TOLERATION_SECONDS, defaultPullPolicy, qosClass } from "./pod-defaults.ts";
+export {
+  cronJobDefinition,
+  daemonSetDefinition,
+  replicationControllerDefinition,
+  statefulSetDefinition,
+} from "./pod-sets.ts";
 export type { FieldFacts, FieldType, ProtobufFacts, StructFacts } from "./schemas.ts";
 export { WORKLOAD_TYPES, workloadSchema } from "./schemas.ts";
 export {
@@ -38,3 +45,4 @@ export {
   type ServiceRanges,
   serviceClaims,
 } from "./service-allocation.ts";
+export { persistentVolumeClaimDefinition, persistentVolumeDefinition } from "./volumes.ts";
