@@ -82,7 +82,7 @@ try {
     writeDeclarations(
       ts,
       join(root, "src/testenv"),
-      ["index.ts", "testenv.ts", "test-env-types.ts"],
+      ["index.ts", "testenv.ts", "test-env-types.ts", "webhook-certificate.ts"],
       join(staging, "types/testenv"),
     );
   }
