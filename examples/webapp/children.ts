@@ -65,7 +65,8 @@ export function desiredDeployment(app: WebApp): Deployment {
               // re-apply matches the stored (defaulted) item instead of adding one.
               ports: [{ name: "http", containerPort: port, protocol: "TCP" }],
               env,
-              readinessProbe: { httpGet: { path: "/", port } },
+              // Probed every second: a new replica takes traffic (and a rollout moves on) soon after it answers.
+              readinessProbe: { httpGet: { path: "/", port }, periodSeconds: 1 },
             },
           ],
         },
