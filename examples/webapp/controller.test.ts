@@ -270,7 +270,19 @@ describe("the WebApp controller", () => {
   it("follows a new image: Progressing until the Deployment rolls it out, observedGeneration stamped", async () => {
     await env.client.create(webApp("upgrade"));
     await rollOut("upgrade", 2);
-    await settled("upgrade", "True");
+    const done = await settled("upgrade", "True");
+    // Every status written from here on, to check that none calls generation 2
+    // rolled out before its Deployment did (the Deployment as applied, not a
+    // cached copy from before the template changed).
+    const watch = env.client.watch(WebAppKind, {
+      namespace: NS,
+      fieldSelector: "metadata.name=upgrade",
+      resourceVersion: done.metadata.resourceVersion,
+    });
+    const written: WebApp[] = [];
+    const watching = (async () => {
+      for await (const ev of watch) if (ev.type === "MODIFIED") written.push(ev.object);
+    })();
     await env.client.patch(
       WebAppKind,
       "upgrade",
@@ -279,6 +291,16 @@ describe("the WebApp controller", () => {
       { type: "merge" },
     );
     const rolling = await settled("upgrade", "False");
+    await new Promise((r) => setTimeout(r, 500));
+    watch.close();
+    await watching;
+    const early = written.filter(
+      (w) =>
+        w.status?.observedGeneration === 2 &&
+        findCondition(w.status?.conditions, "Ready")?.status === "True",
+    );
+    expect(written.length).toBeGreaterThan(0);
+    expect(early).toEqual([]);
     expect(rolling.metadata.generation).toBe(2);
     expect(findCondition(rolling.status?.conditions, "Ready")).toMatchObject({
       reason: "RollingOut",

@@ -14,7 +14,7 @@
  *   TerminalError, surfaced as Ready=False (NameConflict), not retried.
  * Deletion is the garbage collector's: the owned objects go with the WebApp.
  */
-import type { KubeObject } from "@setpoint/api";
+import type { Deployment, KubeObject } from "@setpoint/api";
 import {
   ActionRefusedError,
   isConditionTrue,
@@ -77,15 +77,16 @@ export async function reconcileWebApp(req: Request, ctx: ReconcileContext): Prom
 }
 
 async function converge(app: WebApp, ctx: ReconcileContext): Promise<void> {
-  const ns = app.metadata.namespace;
-  const name = app.metadata.name ?? "";
+  let deployment: Deployment | undefined;
   for (const desired of [desiredDeployment(app), desiredService(app), desiredIngress(app)]) {
     await ensureControlled(ctx, app, desired);
-    await ctx.client.apply(desired, { fieldManager: FIELD_MANAGER, force: true });
+    const applied = await ctx.client.apply(desired, { fieldManager: FIELD_MANAGER, force: true });
+    if (desired.kind === "Deployment") deployment = applied as Deployment;
   }
-  const deployment = await ctx.reader
-    .get(DeploymentKind, name, ns)
-    .catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+  // The status is computed from the Deployment as the apply returned it, not as
+  // the cache last saw it: a cached copy from before a template change would
+  // still say every replica is updated, and the new generation would be called
+  // rolled out before its rollout began.
   const status = computeStatus(app, deployment);
   let current: WebApp = app;
   if (app.spec.notify && isConditionTrue(status.conditions, "Ready")) {

@@ -1,26 +1,49 @@
 /**
  * The WebApp walkthrough (README.md) with real processes, command by command:
- * `setpoint up` with its node agent and gateway, the controller as its own
- * process (main.ts --install-crd), a WebApp applied with kubectl, `kubectl wait`
- * on observedGeneration and Ready, the app fetched through the gateway, a hand
- * edit warned about and set back, and the WebApp deleted with everything it owned.
+ * `setpoint up --no-agent --no-gateway` (apiserver and controllers),
+ * `setpoint agent` and `setpoint gateway` as their own processes, the WebApp
+ * controller as its own process (main.ts --install-crd), and kubectl and curl:
+ * a WebApp applied, `kubectl wait` on observedGeneration and Ready, the app
+ * fetched through the gateway, a new image rolled out while a client requests
+ * through the gateway all along (every request must succeed; the counts are
+ * printed), a hand edit warned about and set back, and the WebApp deleted with
+ * everything it owned.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { Agent as HttpAgent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentStateData } from "../../src/agent/state/index.ts";
-import { type SetpointProcess, startSetpoint } from "../../test/e2e/helpers/setpoint.ts";
-import { get } from "../../test/gateway/helpers.ts";
-import { eventually } from "../../test/helpers/poll.ts";
+import {
+  type AgentProcess,
+  killPodProcesses,
+  startAgentProcess,
+  stopChild,
+} from "../../test/agent/agent-process.ts";
+import {
+  SETPOINT_BIN,
+  type SetpointProcess,
+  startSetpoint,
+} from "../../test/e2e/helpers/setpoint.ts";
+import { eventually, sleep } from "../../test/helpers/poll.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
+/** The second octet of the Pods' addresses (127.91.x.y): this test's own range. */
+const RANGE = 91;
+const NODE = "webapp-walkthrough";
+const HOST = "shop.example";
+
 const dir = mkdtempSync(join(tmpdir(), "setpoint-webapp-walkthrough-"));
+const upDir = join(dir, "setpoint");
+const agentDir = join(dir, "agent");
+const gatewayDir = join(dir, "gateway");
+const children: ChildProcess[] = [];
 let up: SetpointProcess | undefined;
-let controller: ChildProcess | undefined;
-let controllerOut = "";
-let gateway = "";
+let agent: AgentProcess | undefined;
+let gateway: GatewayProcess | undefined;
+let controller: ControllerProcess | undefined;
+let load: Load | undefined;
 
 interface Run {
   code: number;
@@ -28,10 +51,10 @@ interface Run {
   err: string;
 }
 
-function kubectl(args: string[], stdin = ""): Promise<Run> {
+function run(file: string, args: string[], stdin = ""): Promise<Run> {
   return new Promise((done) => {
     const child = execFile(
-      "/usr/bin/kubectl",
+      file,
       args,
       {
         env: {
@@ -53,18 +76,220 @@ function kubectl(args: string[], stdin = ""): Promise<Run> {
   });
 }
 
-/** The pids of the Pods the agent ran (they outlive `up` by design). */
-function podPids(): number[] {
-  try {
-    const state = JSON.parse(
-      readFileSync(join(dir, "data", "agent", "state.json"), "utf8"),
-    ) as AgentStateData;
-    return Object.values(state.pods).flatMap((r) =>
-      r.containers.flatMap((c) => (c.process ? [c.process.pid] : [])),
-    );
-  } catch {
-    return [];
+const kubectl = (args: string[], stdin = "") => run("/usr/bin/kubectl", args, stdin);
+/** `curl -sS -H 'Host: shop.example' http://GATEWAY/` */
+const curl = () =>
+  run("/usr/bin/curl", ["-sS", "-H", `Host: ${HOST}`, `http://${gateway?.address}/`]);
+
+interface GatewayProcess {
+  child: ChildProcess;
+  address: string;
+}
+
+/** `setpoint gateway --listen 127.0.0.1:0 --data-dir DIR`, once it prints where it serves. */
+async function startGateway(): Promise<GatewayProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      SETPOINT_BIN,
+      "gateway",
+      "--kubeconfig",
+      up?.kubeconfig ?? "",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      gatewayDir,
+      "--no-access-log",
+      "--shutdown-grace",
+      "5s",
+      "--log-format",
+      "json",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  children.push(child);
+  let out = "";
+  const collect = (d: Buffer) => {
+    out += d.toString();
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const address = await eventually(
+    () => /http on (\S+?)[,;]/.exec(out)?.[1] ?? (child.exitCode !== null ? "exited" : undefined),
+    "the gateway to start",
+    30_000,
+  );
+  if (address === "exited") throw new Error(`the gateway exited:\n${out}`);
+  return { child, address };
+}
+
+interface ControllerProcess {
+  child: ChildProcess;
+  output: () => string;
+}
+
+/** `node --import tsx examples/webapp/main.ts --install-crd` */
+function startController(): ControllerProcess {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      join(ROOT, "examples/webapp/main.ts"),
+      "--kubeconfig",
+      up?.kubeconfig ?? "",
+      "--install-crd",
+    ],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  children.push(child);
+  let out = "";
+  const collect = (d: Buffer) => {
+    out += d.toString();
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  return { child, output: () => out };
+}
+
+interface Phase {
+  name: string;
+  started: number;
+  ended?: number;
+  sent: number;
+  failed: number;
+  versions: Map<string, number>;
+  errors: string[];
+}
+
+/**
+ * A client requesting the app through the gateway all along (a few concurrent
+ * loops, keep-alive connections), counting requests, failures and the versions
+ * that answered, per phase. `target` is the gateway's address; it may be moved.
+ */
+class Load {
+  readonly phases: Phase[] = [];
+  private running = true;
+  private readonly workers: Promise<void>[];
+  private readonly agent = new HttpAgent({ keepAlive: true });
+
+  constructor(
+    public target: string,
+    phase: string,
+    concurrency = 3,
+  ) {
+    this.phase(phase);
+    this.workers = Array.from({ length: concurrency }, () => this.work());
   }
+
+  /** Starts counting into a new phase. */
+  phase(name: string): void {
+    const now = Date.now();
+    const last = this.phases.at(-1);
+    if (last) last.ended = now;
+    this.phases.push({
+      name,
+      started: now,
+      sent: 0,
+      failed: 0,
+      versions: new Map(),
+      errors: [],
+    });
+  }
+
+  /** Stops the loops and returns the report. */
+  async stop(): Promise<string> {
+    if (this.running) {
+      this.running = false;
+      await Promise.all(this.workers);
+      const last = this.phases.at(-1);
+      if (last) last.ended = Date.now();
+      this.agent.destroy();
+    }
+    return this.report();
+  }
+
+  get sent(): number {
+    return this.phases.reduce((n, p) => n + p.sent, 0);
+  }
+
+  get failed(): number {
+    return this.phases.reduce((n, p) => n + p.failed, 0);
+  }
+
+  report(): string {
+    const lines = this.phases.map(
+      (p) =>
+        `${p.name} (${(((p.ended ?? Date.now()) - p.started) / 1000).toFixed(1)} s): ${p.sent} requests, ${p.failed} failed, versions ${[...p.versions].map(([v, n]) => `${v}×${n}`).join(" ")}${p.errors.length ? `; e.g. ${p.errors.join(" | ")}` : ""}`,
+    );
+    return `requests through the gateway: ${this.sent}, failed: ${this.failed}\n  ${lines.join("\n  ")}`;
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const p = this.phases.at(-1) as Phase;
+      const r = await this.get();
+      p.sent++;
+      const version = /^hello from \S+ \(version (\S+)\)/.exec(r.body)?.[1];
+      if (r.status !== 200 || !version) {
+        p.failed++;
+        if (p.errors.length < 5) p.errors.push(`${r.status} ${r.body.slice(0, 80)}`);
+      } else p.versions.set(version, (p.versions.get(version) ?? 0) + 1);
+      await sleep(20);
+    }
+  }
+
+  /** One GET: the status and body, or status -1 and the error when nothing answered. */
+  private get(): Promise<{ status: number; body: string }> {
+    const i = this.target.lastIndexOf(":");
+    return new Promise((done) => {
+      const req = request(
+        {
+          host: this.target.slice(0, i),
+          port: Number(this.target.slice(i + 1)),
+          path: "/",
+          headers: { host: HOST },
+          agent: this.agent,
+          timeout: 5_000,
+        },
+        (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => {
+            body += c;
+          });
+          res.on("end", () => done({ status: res.statusCode ?? 0, body }));
+          res.on("error", (e) => done({ status: -1, body: String(e) }));
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error("timed out")));
+      req.on("error", (e) => done({ status: -1, body: String(e) }));
+      req.end();
+    });
+  }
+}
+
+/** `kubectl get webapp shop -o jsonpath=...` */
+async function webapp(jsonpath: string): Promise<string> {
+  return (await kubectl(["get", "webapp", "shop", "-o", `jsonpath=${jsonpath}`])).out;
+}
+
+/**
+ * Rolled out: `kubectl wait` until the status is about the current generation,
+ * then until Ready is True.
+ */
+async function waitRolledOut(): Promise<void> {
+  const generation = await webapp("{.metadata.generation}");
+  expect(generation).toMatch(/^\d+$/);
+  const observed = await kubectl([
+    "wait",
+    "webapp/shop",
+    `--for=jsonpath={.status.observedGeneration}=${generation}`,
+    "--timeout=90s",
+  ]);
+  expect(observed.code, observed.err + controller?.output()).toBe(0);
+  const ready = await kubectl(["wait", "webapp/shop", "--for=condition=Ready", "--timeout=90s"]);
+  expect(ready.code, ready.err + controller?.output()).toBe(0);
 }
 
 const WEBAPP = `apiVersion: examples.setpoint.dev/v1alpha1
@@ -73,100 +298,101 @@ metadata:
   name: shop
   namespace: default
 spec:
-  image: hello
+  image: hello:1.0
   replicas: 2
   host: shop.example
 `;
 
 beforeAll(async () => {
   mkdirSync(join(dir, "home"));
-  up = await startSetpoint([
-    "--agent",
-    "--gateway-listen",
-    "127.0.0.1:0",
-    "--data-dir",
-    join(dir, "data"),
-  ]);
-  const p = up;
-  gateway = await eventually(
-    () => /Gateway \(IngressClass setpoint\) at http:\/\/(\S+)/.exec(p.stdout())?.[1],
-    "gateway line",
-  );
-  controller = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      join(ROOT, "examples/webapp/main.ts"),
-      "--kubeconfig",
-      up.kubeconfig,
-      "--install-crd",
-    ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  controller.stdout?.on("data", (d) => {
-    controllerOut += d;
+  up = await startSetpoint(["--data-dir", upDir]);
+  agent = await startAgentProcess({
+    kubeconfig: up.kubeconfig,
+    nodeName: NODE,
+    dataDir: agentDir,
+    imageDir: join(agentDir, "images"),
+    range: RANGE,
   });
-  controller.stderr?.on("data", (d) => {
-    controllerOut += d;
-  });
-}, 60_000);
+  children.push(agent.child);
+  gateway = await startGateway();
+  controller = startController();
+}, 90_000);
 
 afterAll(async () => {
-  if (controller && controller.exitCode === null && controller.signalCode === null) {
-    const exited = new Promise((r) => controller?.once("exit", r));
-    controller.kill("SIGTERM");
-    await exited;
-  }
+  await load?.stop();
+  for (const c of children) await stopChild(c);
   await up?.stop();
-  for (const pid of podPids()) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {}
-  }
+  killPodProcesses(RANGE);
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe("the WebApp walkthrough", () => {
-  it("applies a WebApp, waits for it to roll out, serves it, sets a hand edit back, deletes it", async () => {
-    // The controller installed its CRD.
+  it("installs the CRD, applies a WebApp, waits until it is rolled out, serves it through the gateway", async () => {
     await eventually(
       async () =>
         (await kubectl(["get", "crd", "webapps.examples.setpoint.dev"])).code === 0 || undefined,
-      `the CRD (controller: ${controllerOut})`,
+      `the CRD (controller: ${controller?.output()})`,
       30_000,
     );
     const applied = await kubectl(["apply", "-f", "-"], WEBAPP);
     expect(applied.code, applied.err).toBe(0);
     expect(applied.out).toContain("webapp.examples.setpoint.dev/shop created");
-    // Rolled out: the status is about this generation, and Ready.
-    const generation = (
-      await kubectl(["get", "webapp", "shop", "-o", "jsonpath={.metadata.generation}"])
-    ).out;
-    const waited = await kubectl([
-      "wait",
-      "webapp/shop",
-      `--for=jsonpath={.status.observedGeneration}=${generation}`,
-      "--timeout=90s",
-    ]);
-    expect(waited.code, waited.err + controllerOut).toBe(0);
-    const ready = await kubectl(["wait", "webapp/shop", "--for=condition=Ready", "--timeout=90s"]);
-    expect(ready.code, ready.err + controllerOut).toBe(0);
+    await waitRolledOut();
     const row = await kubectl(["get", "webapp", "shop"]);
     expect(row.out).toMatch(
-      /^NAME\s+IMAGE\s+READY\s+URL\s+STATUS\s+AGE\nshop\s+hello\s+2\s+http:\/\/shop\.example\/\s+True\s+/,
+      /^NAME\s+IMAGE\s+READY\s+URL\s+STATUS\s+AGE\nshop\s+hello:1\.0\s+2\s+http:\/\/shop\.example\/\s+True\s+/,
     );
-    // Served through the gateway.
+    // Ready means served: the gateway has the route and a replica answers.
     const reply = await eventually(
       async () => {
-        const r = await get(gateway, "shop.example", "/").catch(() => undefined);
-        return r?.status === 200 ? r : undefined;
+        const r = await curl();
+        return r.code === 0 && r.out.startsWith("hello from") ? r : undefined;
       },
       "the app through the gateway",
       30_000,
     );
-    expect(reply.body).toContain("shop-");
-    // A hand edit of a field the controller manages: warned, then set back.
+    expect(reply.out).toMatch(/^hello from shop-\S+ \(version 1\.0\)\n$/);
+  }, 150_000);
+
+  it("rolls out a new image with no failed request through the gateway", async () => {
+    load = new Load(gateway?.address ?? "", "before the change");
+    await sleep(1_000);
+    load.phase("rolling update");
+    const patched = await kubectl([
+      "patch",
+      "webapp",
+      "shop",
+      "--type=merge",
+      "-p",
+      '{"spec":{"image":"hello:2.0"}}',
+    ]);
+    expect(patched.code, patched.err).toBe(0);
+    await waitRolledOut();
+    expect(await webapp("{.status.readyReplicas}")).toBe("2");
+    // Rolled out: the new version answers, and only it.
+    load.phase("rolled out");
+    await eventually(
+      async () => {
+        for (let i = 0; i < 6; i++) {
+          if (!/^hello from shop-\S+ \(version 2\.0\)\n$/.test((await curl()).out)) return false;
+        }
+        return true;
+      },
+      "only version 2.0 through the gateway",
+      10_000,
+    );
+    await sleep(1_000);
+    const report = await load.stop();
+    process.stdout.write(`rolling update hello:1.0 → hello:2.0: ${report}\n`);
+    const [before, rolling, after] = load.phases;
+    expect(before.versions.get("1.0")).toBeGreaterThan(0);
+    expect(rolling.sent).toBeGreaterThan(0);
+    expect(after.versions.get("2.0")).toBeGreaterThan(0);
+    expect(after.versions.get("1.0") ?? 0).toBe(0);
+    expect(load.failed, report).toBe(0);
+  }, 150_000);
+
+  it("warns about a hand edit of a field the controller manages, and sets it back", async () => {
     const scaled = await kubectl(["scale", "deployment", "shop", "--replicas=5"]);
     expect(scaled.err).toContain(
       'Warning: Deployment default/shop is managed by its controller WebApp/shop (field manager "webapp-controller")',
@@ -178,7 +404,9 @@ describe("the WebApp walkthrough", () => {
       "replicas set back to 2",
       30_000,
     );
-    // Deleted: what it owned goes with it (the garbage collector).
+  }, 60_000);
+
+  it("deletes the WebApp, and everything it owned goes with it", async () => {
     const deleted = await kubectl(["delete", "webapp", "shop"]);
     expect(deleted.code, deleted.err).toBe(0);
     const gone = await kubectl([
@@ -190,5 +418,5 @@ describe("the WebApp walkthrough", () => {
       "--timeout=60s",
     ]);
     expect(gone.code, gone.err).toBe(0);
-  }, 240_000);
+  }, 90_000);
 });
