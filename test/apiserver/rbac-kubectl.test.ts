@@ -4,7 +4,9 @@
  * aggregated it into `edit`) but gets 403 on its status, in Kubernetes' words;
  * cannot read Secrets of another namespace; `kubectl auth can-i` answers truly;
  * and with `admin` in its namespace it still cannot grant itself what it does not
- * hold.
+ * hold. Impersonation (`--as`, `--as-group`) is authorized as kube-apiserver
+ * authorizes it, and SubjectAccessReview and LocalSubjectAccessReview answer for
+ * the subject they name.
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -202,5 +204,169 @@ rules:
     expect(out).toMatch(/tenant-edit\s+ClusterRole\/edit\s+\S+\s+team-a\/tenant/);
     const roles = await admin.ok(["get", "clusterroles", "cluster-admin"]);
     expect(roles).toMatch(/^NAME\s+CREATED AT\ncluster-admin\s+\d{4}-\d\d-\d\dT/);
+  });
+});
+
+describe("impersonation", () => {
+  it("serves the admin as whoever it names, with that user's rights", async () => {
+    const who = JSON.parse(
+      await admin.ok(["auth", "whoami", "--as=jane", "--as-group=devs", "-o", "json"]),
+    );
+    expect(who.status.userInfo).toEqual({
+      username: "jane",
+      groups: ["devs", "system:authenticated"],
+    });
+    const asSa = JSON.parse(await admin.ok(["auth", "whoami", `--as=${SA}`, "-o", "json"]));
+    expect(asSa.status.userInfo.groups).toEqual([
+      "system:serviceaccounts",
+      "system:serviceaccounts:team-a",
+      "system:authenticated",
+    ]);
+    const jane = await admin.fails(["get", "secrets", "-n", "team-b", "--as=jane"]);
+    expect(jane.stderr).toContain(
+      'User "jane" cannot list resource "secrets" in API group "" in the namespace "team-b"',
+    );
+    expect(
+      (
+        await admin.ok([
+          "auth",
+          "can-i",
+          "create",
+          "widgets.example.com",
+          "-n",
+          "team-a",
+          `--as=${SA}`,
+        ])
+      ).trim(),
+    ).toBe("yes");
+    const no = await admin.run(["auth", "can-i", "get", "secrets", "-n", "team-b", `--as=${SA}`]);
+    expect(no.stdout.trim()).toBe("no");
+  });
+
+  it("refuses a caller who may not impersonate, naming what it asked for", async () => {
+    const user = await tenant.fails(["get", "configmaps", "-n", "team-a", "--as=jane"]);
+    expect(user.stderr).toContain(
+      `users "jane" is forbidden: User "${SA}" cannot impersonate resource "users" in API group "" at the cluster scope`,
+    );
+    // edit lets it impersonate the ServiceAccounts of its own namespace (as in Kubernetes), no others.
+    const theirs = await tenant.fails([
+      "get",
+      "configmaps",
+      "-n",
+      "team-b",
+      "--as=system:serviceaccount:team-b:default",
+    ]);
+    expect(theirs.stderr).toContain(
+      `serviceaccounts "default" is forbidden: User "${SA}" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "team-b"`,
+    );
+    const own = await tenant.fails([
+      "get",
+      "configmaps",
+      "-n",
+      "team-a",
+      "--as=system:serviceaccount:team-a:default",
+    ]);
+    expect(own.stderr).toContain(
+      'User "system:serviceaccount:team-a:default" cannot list resource "configmaps" in API group "" in the namespace "team-a"',
+    );
+    const group = await tenant.fails([
+      "get",
+      "configmaps",
+      "-n",
+      "team-a",
+      "--as=system:serviceaccount:team-a:default",
+      "--as-group=system:masters",
+    ]);
+    expect(group.stderr).toContain(
+      `groups "system:masters" is forbidden: User "${SA}" cannot impersonate resource "groups" in API group "" at the cluster scope`,
+    );
+  });
+});
+
+describe("SubjectAccessReview and LocalSubjectAccessReview", () => {
+  const review = (kind: string, spec: Record<string, unknown>, namespace?: string) =>
+    JSON.stringify({
+      apiVersion: "authorization.k8s.io/v1",
+      kind,
+      metadata: namespace ? { namespace } : {},
+      spec,
+    });
+
+  it("answer for the subject they name, not the caller", async () => {
+    const allowed = JSON.parse(
+      await admin.ok(["create", "-f", "-", "-o", "json"], {
+        input: review("SubjectAccessReview", {
+          user: SA,
+          groups: ["system:serviceaccounts", "system:serviceaccounts:team-a"],
+          resourceAttributes: {
+            verb: "create",
+            group: "example.com",
+            resource: "widgets",
+            namespace: "team-a",
+          },
+        }),
+      }),
+    );
+    expect(allowed.status.allowed).toBe(true);
+    // The tenant holds edit in team-a (admin too, once the test above granted it).
+    expect(allowed.status.reason).toMatch(
+      /^RBAC: allowed by RoleBinding "tenant-(edit|admin)\/team-a" of ClusterRole "(edit|admin)" to ServiceAccount "tenant\/team-a"/,
+    );
+    const denied = JSON.parse(
+      await admin.ok(["create", "-f", "-", "-o", "json"], {
+        input: review("SubjectAccessReview", {
+          user: SA,
+          resourceAttributes: { verb: "get", resource: "secrets", namespace: "team-b" },
+        }),
+      }),
+    );
+    expect(denied.status).toEqual({ allowed: false });
+    const local = JSON.parse(
+      await admin.ok(["create", "-f", "-", "-o", "json"], {
+        input: review(
+          "LocalSubjectAccessReview",
+          {
+            user: "jane",
+            groups: ["system:masters"],
+            resourceAttributes: { verb: "delete", resource: "pods", namespace: "team-a" },
+          },
+          "team-a",
+        ),
+      }),
+    );
+    expect(local.status.allowed).toBe(true);
+  });
+
+  it("refuse what Kubernetes refuses, and only those allowed may ask", async () => {
+    const nobody = await admin.fails(["create", "-f", "-"], {
+      input: review("SubjectAccessReview", {
+        resourceAttributes: { verb: "get", resource: "pods" },
+      }),
+    });
+    expect(nobody.stderr).toContain(
+      'spec.user: Invalid value: "": at least one of user or group must be specified',
+    );
+    const elsewhere = await admin.fails(["create", "-f", "-"], {
+      input: review(
+        "LocalSubjectAccessReview",
+        {
+          user: "jane",
+          resourceAttributes: { verb: "get", resource: "pods", namespace: "team-b" },
+        },
+        "team-a",
+      ),
+    });
+    expect(elsewhere.stderr).toContain(
+      'spec.resourceAttributes.namespace: Invalid value: "team-b": must match metadata.namespace',
+    );
+    const tenantAsks = await tenant.fails(["create", "-f", "-"], {
+      input: review("SubjectAccessReview", {
+        user: "jane",
+        resourceAttributes: { verb: "get", resource: "pods", namespace: "team-a" },
+      }),
+    });
+    expect(tenantAsks.stderr).toContain(
+      `User "${SA}" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope`,
+    );
   });
 });

@@ -105,6 +105,8 @@ describe("Registry", () => {
         "selfsubjectaccessreviews.authorization.k8s.io",
         "selfsubjectreviews.authentication.k8s.io",
         "selfsubjectrulesreviews.authorization.k8s.io",
+        "subjectaccessreviews.authorization.k8s.io",
+        "localsubjectaccessreviews.authorization.k8s.io",
         "serviceaccounts.",
       ].sort(),
     );

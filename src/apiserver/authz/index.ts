@@ -1,6 +1,8 @@
 /**
  * Authorization: the RBAC authorizer over the watch caches (rbac-authorizer.ts) and
- * the 403 a denied request gets (forbidden.ts).
+ * the 403 a denied request gets (forbidden.ts), and
+ * impersonation authorized through it (impersonation.ts).
  */
 export * from "./forbidden.ts";
+export * from "./impersonation.ts";
 export * from "./rbac-authorizer.ts";

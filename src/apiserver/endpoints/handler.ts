@@ -19,7 +19,7 @@ import {
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import { WebhookAdmission } from "../admission/index.ts";
-import { forbidden, RbacAuthorizer } from "../authz/index.ts";
+import { forbidden, impersonate, RbacAuthorizer } from "../authz/index.ts";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -192,7 +192,8 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       const warnings: string[] = [];
       try {
         if (closed) throw errors.unavailable("the server is shutting down");
-        await dispatch(ctx, creators, route, req, res, user, url, warnings);
+        const as = await impersonate(req, user, ctx.authorizer);
+        await dispatch(ctx, creators, route, req, res, as, url, warnings);
       } catch (err) {
         respondError(ctx, req, res, err, warnings);
       }

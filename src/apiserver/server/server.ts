@@ -43,7 +43,6 @@ import {
   resolveConnectionLimits,
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
-import { impersonationRefusal } from "./impersonation.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
 export const DEFAULT_KUBERNETES_MINOR = 32;
@@ -309,11 +308,6 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         sendStatus(res, errors.unauthorized());
         return;
       }
-    }
-    const refused = impersonationRefusal(req, user);
-    if (refused) {
-      sendStatus(res, refused);
-      return;
     }
     if (path === "/metrics") {
       serveMetrics(res);

@@ -16,9 +16,11 @@ import {
   roleDefinition,
 } from "./rbac/index.ts";
 import {
+  localSubjectAccessReviewDefinition,
   selfSubjectAccessReviewDefinition,
   selfSubjectReviewDefinition,
   selfSubjectRulesReviewDefinition,
+  subjectAccessReviewDefinition,
 } from "./reviews.ts";
 import { secretDefinition } from "./secret.ts";
 import { serviceAccountDefinition } from "./service-account.ts";
@@ -53,9 +55,11 @@ export { leaseDefinition } from "./lease.ts";
 export { namespaceDefinition } from "./namespace.ts";
 export * from "./rbac/index.ts";
 export {
+  localSubjectAccessReviewDefinition,
   selfSubjectAccessReviewDefinition,
   selfSubjectReviewDefinition,
   selfSubjectRulesReviewDefinition,
+  subjectAccessReviewDefinition,
 } from "./reviews.ts";
 export { secretDefinition } from "./secret.ts";
 export { serviceAccountDefinition } from "./service-account.ts";
@@ -105,6 +109,8 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     selfSubjectReviewDefinition,
     selfSubjectAccessReviewDefinition,
     selfSubjectRulesReviewDefinition,
+    subjectAccessReviewDefinition,
+    localSubjectAccessReviewDefinition,
   ];
 }
 

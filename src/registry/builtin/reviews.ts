@@ -135,6 +135,51 @@ const selfSubjectAccessReviewSchema = kindSchema(
   ["spec"],
 );
 
+const subjectAccessReviewSpecSchema = defineSchema(
+  `${AUTHORIZATION_V1}.SubjectAccessReviewSpec`,
+  object(
+    {
+      extra: {
+        type: "object",
+        description:
+          "Extra corresponds to the user.Info.GetExtra() method from the authenticator.  Since that is input to the authorizer it needs a reflection here.",
+        additionalProperties: strings(""),
+      },
+      groups: strings("Groups is the groups you're testing for."),
+      nonResourceAttributes: refSchema(
+        nonResourceAttributesSchema,
+        "NonResourceAttributes describes information for a non-resource access request",
+      ),
+      resourceAttributes: refSchema(
+        resourceAttributesSchema,
+        "ResourceAuthorizationAttributes describes information for a resource access request",
+      ),
+      uid: str("UID information about the requesting user."),
+      user: str(
+        'User is the user you\'re testing for. If you specify "User" but not "Groups", then is it interpreted as "What if User were not a member of any groups',
+      ),
+    },
+    "SubjectAccessReviewSpec is a description of the access request.  Exactly one of ResourceAuthorizationAttributes and NonResourceAuthorizationAttributes must be set",
+  ),
+);
+
+const subjectAccessReviewSchema = (kind: string, description: string): Schema =>
+  kindSchema(
+    `${AUTHORIZATION_V1}.${kind}`,
+    description,
+    {
+      spec: refSchema(
+        subjectAccessReviewSpecSchema,
+        "Spec holds information about the request being evaluated",
+      ),
+      status: refSchema(
+        accessReviewStatusSchema,
+        "Status is filled in by the server and indicates whether the request is allowed or not",
+      ),
+    },
+    ["spec"],
+  );
+
 const rulesSchema = (name: string, description: string, fields: string[]): Schema =>
   defineSchema(
     `${AUTHORIZATION_V1}.${name}`,
@@ -238,6 +283,46 @@ function validateAccessReview(obj: KubeObject): StatusCause[] {
   return [];
 }
 
+/** A SubjectAccessReview also names whom it asks about. */
+function validateSubjectAccessReview(obj: KubeObject): StatusCause[] {
+  const causes = validateAccessReview(obj);
+  const spec = fieldObject(obj, "spec") ?? {};
+  const groups = Array.isArray(spec.groups) ? spec.groups : [];
+  if (!spec.user && groups.length === 0) {
+    causes.push(
+      invalid("spec.user", spec.user ?? "", "at least one of user or group must be specified"),
+    );
+  }
+  return causes;
+}
+
+/** A LocalSubjectAccessReview asks only about its own namespace, and only about resources. */
+function validateLocalSubjectAccessReview(obj: KubeObject): StatusCause[] {
+  const causes = validateSubjectAccessReview(obj);
+  const spec = fieldObject(obj, "spec") ?? {};
+  const attrs = fieldObject(spec, "resourceAttributes");
+  const namespace = obj.metadata.namespace ?? "";
+  if (attrs && (attrs.namespace ?? "") !== namespace) {
+    causes.push(
+      invalid(
+        "spec.resourceAttributes.namespace",
+        attrs.namespace ?? "",
+        "must match metadata.namespace",
+      ),
+    );
+  }
+  if (spec.nonResourceAttributes != null) {
+    causes.push(
+      invalid(
+        "spec.nonResourceAttributes",
+        spec.nonResourceAttributes,
+        "disallowed on this kind of request",
+      ),
+    );
+  }
+  return causes;
+}
+
 /** The definition of a review: cluster-scoped, create only, never stored. */
 function reviewDefinition(
   group: string,
@@ -247,6 +332,7 @@ function reviewDefinition(
   review: NonNullable<ResourceDefinition["review"]>,
   validate?: (obj: KubeObject) => StatusCause[],
   olderVersions: readonly string[] = [],
+  namespaced = false,
 ): ResourceDefinition {
   const singular = kind.toLowerCase();
   return {
@@ -259,7 +345,7 @@ function reviewDefinition(
       shortNames: [],
       categories: [],
     },
-    namespaced: false,
+    namespaced,
     custom: false,
     protobufMessage,
     verbs: ["create"],
@@ -317,13 +403,7 @@ export const selfSubjectAccessReviewDefinition = reviewDefinition(
   "SelfSubjectAccessReview",
   selfSubjectAccessReviewSchema,
   "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
-  (obj, requester, now, authorizer) => {
-    const decision = authorizer.authorize(requester, accessAttributes(obj));
-    return answer(obj, now, {
-      allowed: decision.allowed,
-      ...(decision.reason ? { reason: decision.reason } : {}),
-    });
-  },
+  (obj, requester, now, authorizer) => accessDecision(obj, requester, now, authorizer),
   validateAccessReview,
 );
 
@@ -349,6 +429,65 @@ export const selfSubjectRulesReviewDefinition = reviewDefinition(
       .map((r) => ({ verbs: r.verbs, nonResourceURLs: r.nonResourceURLs }));
     return answer(obj, now, { resourceRules, nonResourceRules, incomplete: false });
   },
+);
+
+/** The subject a SubjectAccessReview asks about (no groups implied but those it names). */
+function subjectOf(obj: KubeObject): Requester {
+  const spec = fieldObject(obj, "spec") ?? {};
+  return {
+    name: typeof spec.user === "string" ? spec.user : "",
+    groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [],
+    ...(typeof spec.uid === "string" && spec.uid ? { uid: spec.uid } : {}),
+  };
+}
+
+/** An access review's answer for `subject`. */
+function accessDecision(
+  obj: KubeObject,
+  subject: Requester,
+  now: Date,
+  authorizer: Parameters<NonNullable<ResourceDefinition["review"]>>[3],
+): KubeObject {
+  const decision = authorizer.authorize(subject, accessAttributes(obj));
+  return answer(obj, now, {
+    allowed: decision.allowed,
+    ...(decision.reason ? { reason: decision.reason } : {}),
+  });
+}
+
+/**
+ * authorization.k8s.io/v1 SubjectAccessReview: may this user (in these groups) do
+ * this? Asked by services that check access for others (an aggregated server, a
+ * webhook); the caller needs `create` on subjectaccessreviews.
+ */
+export const subjectAccessReviewDefinition = reviewDefinition(
+  "authorization.k8s.io",
+  "SubjectAccessReview",
+  subjectAccessReviewSchema(
+    "SubjectAccessReview",
+    "SubjectAccessReview checks whether or not a user or group can perform an action.",
+  ),
+  "k8s.io.api.authorization.v1.SubjectAccessReview",
+  (obj, _requester, now, authorizer) => accessDecision(obj, subjectOf(obj), now, authorizer),
+  validateSubjectAccessReview,
+);
+
+/**
+ * authorization.k8s.io/v1 LocalSubjectAccessReview: a SubjectAccessReview about
+ * one namespace, so that namespace's admins may be allowed to ask it.
+ */
+export const localSubjectAccessReviewDefinition = reviewDefinition(
+  "authorization.k8s.io",
+  "LocalSubjectAccessReview",
+  subjectAccessReviewSchema(
+    "LocalSubjectAccessReview",
+    "LocalSubjectAccessReview checks whether or not a user or group can perform an action in a given namespace. Having a namespace scoped resource makes it much easier to grant namespace scoped policy that includes permissions checking.",
+  ),
+  "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
+  (obj, _requester, now, authorizer) => accessDecision(obj, subjectOf(obj), now, authorizer),
+  validateLocalSubjectAccessReview,
+  [],
+  true,
 );
 
 /** The request an access review asks about. */

@@ -9,6 +9,7 @@
  */
 import protobuf, { type Field, type Type, type Writer } from "protobufjs";
 import {
+  EXTRA_VALUE,
   FIELDS_V1,
   fieldInfo,
   INT_OR_STRING,
@@ -68,7 +69,15 @@ interface MessagePlan {
   fields: FieldPlan[];
 }
 
-const SPECIAL = new Set([TIME, MICRO_TIME, QUANTITY, INT_OR_STRING, RAW_EXTENSION, FIELDS_V1]);
+const SPECIAL = new Set([
+  TIME,
+  MICRO_TIME,
+  QUANTITY,
+  INT_OR_STRING,
+  RAW_EXTENSION,
+  FIELDS_V1,
+  EXTRA_VALUE,
+]);
 
 /** Plans by message (protobufjs computes a full name on every read: worked out once). */
 const plans = new WeakMap<Type, MessagePlan>();
@@ -201,6 +210,9 @@ export function writeMessageBody(w: Writer, type: Type, v: unknown): void {
       tag(w, 3, LENGTH).string(isString ? v : "");
       return;
     }
+    case EXTRA_VALUE:
+      for (const item of Array.isArray(v) ? v : []) tag(w, 1, LENGTH).string(String(item));
+      return;
     default:
       // RawExtension, FieldsV1: the JSON they hold.
       if (v !== undefined && v !== null) writeEmbeddedJson(w, 1, v);

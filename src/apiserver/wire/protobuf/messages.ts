@@ -48,6 +48,8 @@ export const FIELDS_V1 = `${META}.FieldsV1`;
 export const QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity";
 export const INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString";
 export const RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension";
+/** A user's extra values: a message of `items` in protobuf, a plain list in JSON. */
+export const EXTRA_VALUE = "k8s.io.api.authorization.v1.ExtraValue";
 
 /**
  * Fields of the hand-written messages that are pointers in the Go types: present

@@ -8,6 +8,7 @@
  */
 import type { Field, Message, Type } from "protobufjs";
 import {
+  EXTRA_VALUE,
   FIELDS_V1,
   fieldInfo,
   INT_OR_STRING,
@@ -158,6 +159,7 @@ export function messageJson(type: Type, msg: Message, path: string): unknown {
     return embeddedJson((msg as unknown as { raw?: Uint8Array }).raw, path, "raw extension");
   }
   if (full === QUANTITY) return (msg as unknown as { string?: string }).string ?? "";
+  if (full === EXTRA_VALUE) return (msg as unknown as { items?: string[] }).items ?? [];
   if (full === INT_OR_STRING) {
     const m = msg as unknown as { type?: unknown; intVal?: unknown; strVal?: string };
     const t = m.type === undefined ? 0 : toInteger(m.type, `${path}.type`);
