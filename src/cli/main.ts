@@ -1,6 +1,7 @@
 /** The `setpoint` command: dispatches to its subcommands. */
 import { AGENT_USAGE, agent } from "./agent.ts";
 import { controllerManager } from "./controller-manager.ts";
+import { devCluster } from "./dev-cluster/index.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
 import { gateway } from "./gateway.ts";
@@ -19,6 +20,7 @@ Commands:
   agent       run a node agent: the Pods bound to its Node as local processes
   image       build and list the images the agent runs Pods from
   gateway     serve Ingresses as an HTTP(S) reverse proxy that outlives the API server
+  dev-cluster run etcd, apiservers, controller managers, agents and a gateway on this machine
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
 `;
@@ -41,6 +43,8 @@ export async function main(argv: string[]): Promise<number> {
         return await image(rest);
       case "gateway":
         return await gateway(rest);
+      case "dev-cluster":
+        return await devCluster(rest);
       case "--version":
       case "version":
         process.stdout.write(`${setpointVersion()}\n`);

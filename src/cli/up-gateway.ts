@@ -14,7 +14,7 @@ import { DEFAULT_INGRESS_CLASS, GATEWAY_CONTROLLER_NAME, Gateway } from "../gate
 export const DEFAULT_GATEWAY_LISTEN = "127.0.0.1:8080";
 
 /** Creates the `setpoint` IngressClass, marked default, unless it exists. */
-async function ensureIngressClass(config: RestConfig, logger: Logger): Promise<void> {
+export async function ensureIngressClass(config: RestConfig, logger: Logger): Promise<void> {
   const client = new Client(config);
   try {
     await client.create<IngressClass>({

@@ -15,6 +15,7 @@ export { CreatedFiles } from "./created-files.ts";
 export {
   ADMIN_TOKEN_FILE,
   type Credentials,
+  dataDirCredentials,
   SERVICE_ACCOUNT_KEY_FILE,
 } from "./credentials.ts";
 export { StartupError, type StartupFailure } from "./errors.ts";

@@ -183,4 +183,38 @@ describe("loadKubeconfig", () => {
     expect(c).toMatchObject({ server: "https://127.0.0.1:1234", token: "abc", namespace: "ns" });
     expect(c.ca?.toString()).toBe("CA");
   });
+
+  it("reads every apiserver address from the setpoint.dev/servers extension, server first", () => {
+    const p = write(
+      "servers.yaml",
+      kubeconfigYaml({
+        server: "https://127.0.0.1:2",
+        servers: ["https://127.0.0.1:1", "https://127.0.0.1:2"],
+        token: "abc",
+      }),
+    );
+    const c = loadKubeconfig({ path: p, env: noEnv });
+    expect(c.server).toBe("https://127.0.0.1:2");
+    expect(c.servers).toEqual(["https://127.0.0.1:2", "https://127.0.0.1:1"]);
+    const single = loadKubeconfig({
+      path: write("one.yaml", kubeconfigYaml({ server: "https://127.0.0.1:3" })),
+      env: noEnv,
+    });
+    expect(single.servers).toBeUndefined();
+    const bad = write(
+      "bad-servers.yaml",
+      config(
+        {
+          c: {
+            server: "https://a:1",
+            extensions: [{ name: "setpoint.dev/servers", extension: { servers: "nope" } }],
+          },
+        },
+        {},
+        { c: { cluster: "c" } },
+        "c",
+      ),
+    );
+    expect(() => loadKubeconfig({ path: bad, env: noEnv })).toThrow(/no list of servers/);
+  });
 });

@@ -65,6 +65,7 @@ export {
   type LoadKubeconfigOptions,
   loadKubeconfig,
   type RestConfig,
+  SERVERS_EXTENSION,
 } from "./kubeconfig.ts";
 export {
   WatchDecodeError,

@@ -12,6 +12,13 @@ import { parse as parseYaml } from "yaml";
 export interface RestConfig {
   /** Base URL, e.g. "https://127.0.0.1:6443" (a path prefix is kept). */
   server: string;
+  /**
+   * Every address of the same API (apiservers on one storage, sharing CA and
+   * credentials), `server` first. A request that cannot reach the one in use goes
+   * to the next (see Transport); unset or one entry: `server` only. Read from the
+   * kubeconfig cluster's `setpoint.dev/servers` extension.
+   */
+  servers?: readonly string[] | undefined;
   /** PEM CA bundle to verify the server with (otherwise the system roots). */
   ca?: Buffer | undefined;
   /** PEM client certificate and key (mutual TLS). */
@@ -44,6 +51,13 @@ export interface RestConfig {
    */
   user?: string | undefined;
 }
+
+/**
+ * The kubeconfig cluster extension listing every apiserver address of the cluster:
+ * `extensions: [{name: setpoint.dev/servers, extension: {servers: [URL, ...]}}]`.
+ * kubectl ignores it (and uses `server`); Setpoint's clients fail over along it.
+ */
+export const SERVERS_EXTENSION = "setpoint.dev/servers";
 
 /** Where a pod's service account credentials are mounted. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -192,6 +206,8 @@ function fromFiles(files: string[], context: string | undefined, mustExist: bool
   const server = str(cluster.server);
   if (!server) throw new KubeconfigError(`cluster "${clusterName}" has no server`);
   const config: RestConfig = { server };
+  const servers = serversExtension(cluster);
+  if (servers.length > 0) config.servers = [server, ...servers.filter((s) => s !== server)];
   const ns = str(ctx.namespace);
   if (ns) config.namespace = ns;
   const ca = bytes(cluster, "certificate-authority");
@@ -211,6 +227,26 @@ function fromFiles(files: string[], context: string | undefined, mustExist: bool
     config.user = userName;
   }
   return config;
+}
+
+/** The addresses of a cluster entry's SERVERS_EXTENSION, if it has one. */
+function serversExtension(cluster: Record<string, unknown>): string[] {
+  const list = cluster.extensions;
+  if (!Array.isArray(list)) return [];
+  for (const item of list) {
+    const rec = asRecord(item);
+    if (rec.name !== SERVERS_EXTENSION) continue;
+    const servers = asRecord(rec.extension).servers;
+    if (!Array.isArray(servers)) {
+      throw new KubeconfigError(`extension ${SERVERS_EXTENSION} has no list of servers`);
+    }
+    return servers.map((s) => {
+      const url = str(s);
+      if (!url) throw new KubeconfigError(`extension ${SERVERS_EXTENSION}: not a URL: ${s}`);
+      return url;
+    });
+  }
+  return [];
 }
 
 /** `<key>-data` (base64) or `<key>` (a file path) from an entry. */
@@ -254,6 +290,8 @@ function applyUser(config: RestConfig, user: Record<string, unknown>, name: stri
 /** The text of a one-context kubeconfig (JSON, which is YAML), for test environments and CLIs. */
 export function kubeconfigYaml(opts: {
   server: string;
+  /** Every address of the API, written as the SERVERS_EXTENSION when more than one. */
+  servers?: readonly string[] | undefined;
   ca?: Buffer | undefined;
   cert?: Buffer | undefined;
   key?: Buffer | undefined;
@@ -264,6 +302,9 @@ export function kubeconfigYaml(opts: {
 }): string {
   const name = opts.name ?? "setpoint";
   const cluster: Record<string, unknown> = { server: opts.server };
+  if (opts.servers && opts.servers.length > 1) {
+    cluster.extensions = [{ name: SERVERS_EXTENSION, extension: { servers: [...opts.servers] } }];
+  }
   if (opts.ca) cluster["certificate-authority-data"] = opts.ca.toString("base64");
   if (opts.insecureSkipTLSVerify) cluster["insecure-skip-tls-verify"] = true;
   const user: Record<string, unknown> = {};
