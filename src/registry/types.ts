@@ -342,7 +342,27 @@ export interface ResourceDefinition {
    * Set on a review type (SelfSubjectAccessReview...): create-only, never stored; a
    * create answers 201 with `review(body, requester, now)`, the body validated first.
    */
-  review?: (obj: KubeObject, requester: Requester, now: Date, authorizer: Authorizer) => KubeObject;
+  review?: (
+    obj: KubeObject,
+    requester: Requester,
+    now: Date,
+    services: ReviewServices,
+  ) => KubeObject;
+}
+
+/** What the reviews ask: the authorizer, and the token authenticator (TokenReview). */
+export interface ReviewServices {
+  authorizer: Authorizer;
+  /** Who a bearer token authenticates as for `audiences` (none given: the server's own). */
+  reviewToken?: (token: string, audiences: string[]) => TokenReviewResult;
+}
+
+/** What a token authenticates as, or why it does not. */
+export interface TokenReviewResult {
+  user?: Requester;
+  /** The audiences the token is good for among those asked (the server's when none were). */
+  audiences: string[];
+  error?: string;
 }
 
 /**

@@ -6,7 +6,7 @@
  * and with `admin` in its namespace it still cannot grant itself what it does not
  * hold. Impersonation (`--as`, `--as-group`) is authorized as kube-apiserver
  * authorizes it, and SubjectAccessReview and LocalSubjectAccessReview answer for
- * the subject they name.
+ * the subject they name; TokenReview says whose a token is.
  */
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,14 +70,15 @@ subjects:
 let srv: TestServer;
 let admin: Kubectl;
 let tenant: Kubectl;
+let tenantToken = "";
 
 beforeAll(async () => {
   srv = await startTestServer({ tls: true, controllers: {} });
   admin = new Kubectl(srv.kubeconfigPath);
   await admin.ok(["apply", "-f", "-"], { input: SETUP });
-  const token = (await admin.ok(["create", "token", "tenant", "-n", "team-a"])).trim();
+  tenantToken = (await admin.ok(["create", "token", "tenant", "-n", "team-a"])).trim();
   const kubeconfig = join(admin.home, "tenant-kubeconfig");
-  await writeKubeconfig(kubeconfig, { server: srv.url, caCert: srv.caCert!, token });
+  await writeKubeconfig(kubeconfig, { server: srv.url, caCert: srv.caCert!, token: tenantToken });
   tenant = new Kubectl(kubeconfig);
   // The aggregation controller adds the widgets rule to `edit`.
   await eventually(async () => {
@@ -368,5 +369,63 @@ describe("SubjectAccessReview and LocalSubjectAccessReview", () => {
     expect(tenantAsks.stderr).toContain(
       `User "${SA}" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope`,
     );
+  });
+});
+
+describe("TokenReview", () => {
+  const review = (token: string, audiences?: string[]) =>
+    JSON.stringify({
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenReview",
+      spec: { token, ...(audiences ? { audiences } : {}) },
+    });
+  const create = async (k: Kubectl, body: string) =>
+    JSON.parse(await k.ok(["create", "-f", "-", "-o", "json"], { input: body }));
+
+  it("says whose a token is, for which audiences", async () => {
+    const known = await create(admin, review(tenantToken));
+    expect(known.status).toMatchObject({
+      authenticated: true,
+      user: {
+        username: SA,
+        groups: ["system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"],
+      },
+    });
+    expect(known.status.user.uid).toMatch(/^[0-9a-f-]{36}$/);
+    expect(known.status.audiences).toHaveLength(1);
+    const elsewhere = await create(admin, review(tenantToken, ["https://vault.example"]));
+    expect(elsewhere.status).toEqual({
+      user: {},
+      error: "[invalid bearer token, token audiences are invalid for the target audiences]",
+    });
+    const forged = await create(admin, review(`${tenantToken.slice(0, -4)}AAAA`));
+    expect(forged.status).toEqual({
+      user: {},
+      error: "[invalid bearer token, token signature is invalid]",
+    });
+    expect((await create(admin, review("not-a-token"))).status).toEqual({ user: {} });
+    const empty = await admin.fails(["create", "-f", "-"], { input: review("") });
+    expect(empty.stderr).toContain("token is required for TokenReview in authentication");
+  });
+
+  it("may be asked by those bound to system:auth-delegator", async () => {
+    const refused = await tenant.fails(["create", "-f", "-"], { input: review(tenantToken) });
+    expect(refused.stderr).toContain(
+      `User "${SA}" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope`,
+    );
+    await admin.ok([
+      "create",
+      "clusterrolebinding",
+      "tenant-auth-delegator",
+      "--clusterrole=system:auth-delegator",
+      "--serviceaccount=team-a:tenant",
+    ]);
+    const asked = await eventually(async () => {
+      const r = await tenant.run(["create", "-f", "-", "-o", "json"], {
+        input: review(tenantToken),
+      });
+      return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+    }, "the binding takes effect");
+    expect(asked.status.authenticated).toBe(true);
   });
 });

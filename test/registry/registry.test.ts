@@ -107,6 +107,7 @@ describe("Registry", () => {
         "selfsubjectrulesreviews.authorization.k8s.io",
         "subjectaccessreviews.authorization.k8s.io",
         "localsubjectaccessreviews.authorization.k8s.io",
+        "tokenreviews.authentication.k8s.io",
         "serviceaccounts.",
       ].sort(),
     );

@@ -7,7 +7,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorSubject } from "@setpoint/api";
 import type { Logger } from "pino";
 import type { Registry } from "../../registry/registry.ts";
-import type { ResourceDefinition, VersionDefinition } from "../../registry/types.ts";
+import type {
+  ResourceDefinition,
+  ReviewServices,
+  VersionDefinition,
+} from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { WebhookAdmission } from "../admission/index.ts";
 import type { RbacAuthorizer } from "../authz/index.ts";
@@ -29,6 +33,8 @@ export type UserInfo = StoreUser;
 export interface ApiContext {
   /** Decides what each caller may do (RBAC over the watch caches). */
   authorizer: RbacAuthorizer;
+  /** TokenReview's authenticator (absent when authentication is off). */
+  reviewToken?: ReviewServices["reviewToken"];
   /** Calls the admission webhooks the stored configurations declare. */
   admission: WebhookAdmission;
   store: Store;

@@ -11,6 +11,7 @@ import { errors, failure, type StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
 import { type AccessAttributes, MASTERS } from "../../registry/builtin/rbac/index.ts";
 import type { Registry } from "../../registry/registry.ts";
+import type { ReviewServices } from "../../registry/types.ts";
 import {
   type CreateSubresource,
   type ResourceDefinition,
@@ -78,6 +79,8 @@ export interface ApiHandlerOptions {
    * with a random key, valid until the process ends.
    */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** Answers TokenReviews: the server's own token authentication. */
+  reviewToken?: ReviewServices["reviewToken"];
 }
 
 export interface ApiHandler {
@@ -161,6 +164,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
   const ctx: ApiContext = {
     authorizer: new RbacAuthorizer(opts.registry, caches),
+    ...(opts.reviewToken ? { reviewToken: opts.reviewToken } : {}),
     admission: new WebhookAdmission(opts.registry, caches),
     store: opts.store,
     registry: opts.registry,

@@ -22,5 +22,12 @@ export async function createReview(
   if (causes.length > 0) {
     throw errors.invalid(scope.def.names.kind, body.metadata.name ?? "", causes, scope.def.group);
   }
-  respondObject(scope, 201, review(body, scope.user, new Date(), scope.ctx.authorizer));
+  respondObject(
+    scope,
+    201,
+    review(body, scope.user, new Date(), {
+      authorizer: scope.ctx.authorizer,
+      ...(scope.ctx.reviewToken ? { reviewToken: scope.ctx.reviewToken } : {}),
+    }),
+  );
 }

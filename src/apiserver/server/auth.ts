@@ -12,8 +12,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import {
   SERVICE_ACCOUNTS_GROUP,
-  type ServiceAccountTokens,
+  ServiceAccountTokens,
   serviceAccountUserName,
+  type TokenRefusal,
 } from "../tokens/index.ts";
 
 export interface UserInfo {
@@ -41,6 +42,8 @@ export function isPublicPath(path: string): boolean {
 export interface Authenticator {
   /** The user a request is from, or undefined if it carries no valid credentials. */
   authenticate(req: IncomingMessage): UserInfo | undefined;
+  /** The user of a bearer token, when this authenticator knows tokens (for TokenReview). */
+  authenticateToken?(token: string): UserInfo | undefined;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, if the request has one. */
@@ -59,7 +62,9 @@ export class TokenAuthenticator implements Authenticator {
   }
   authenticate(req: IncomingMessage): UserInfo | undefined {
     const bearer = bearerToken(req);
-    if (bearer === undefined) return undefined;
+    return bearer === undefined ? undefined : this.authenticateToken(bearer);
+  }
+  authenticateToken(bearer: string): UserInfo | undefined {
     const presented = Buffer.from(bearer);
     for (const { token, user } of this.tokens) {
       if (token.length === presented.length && timingSafeEqual(token, presented)) return user;
@@ -94,17 +99,54 @@ export class ServiceAccountTokenAuthenticator implements Authenticator {
   }
   /** The user of a token, or undefined if it is not a valid ServiceAccount token now. */
   authenticateToken(token: string, now = new Date()): UserInfo | undefined {
-    const verdict = this.tokens.verify(token, now);
-    if (!verdict.ok) return undefined;
+    const review = this.review(token, this.tokens.audiences, now);
+    return review.user;
+  }
+  /**
+   * A TokenReview of a token for `audiences`: its user and the audiences it is good
+   * for among them, or the reason it is refused (Kubernetes' words) when it is a
+   * ServiceAccount token that fails.
+   */
+  review(
+    token: string,
+    audiences: readonly string[],
+    now = new Date(),
+  ): { user?: UserInfo; audiences: string[]; error?: string } {
+    if (!ServiceAccountTokens.looksLikeJwt(token)) return { audiences: [] };
+    const verdict = this.tokens.verify(token, now, audiences);
+    if (!verdict.ok) {
+      // Another issuer's token is not this authenticator's to judge.
+      const why = TOKEN_REFUSALS[verdict.reason];
+      return why ? { audiences: [], error: `[invalid bearer token, ${why}]` } : { audiences: [] };
+    }
     const { namespace, name, uid } = verdict;
-    if (this.lookup(namespace, name) !== uid) return undefined;
+    if (this.lookup(namespace, name) !== uid) {
+      return {
+        audiences: [],
+        error: `[invalid bearer token, service account ${namespace}/${name} (uid ${uid}) no longer exists]`,
+      };
+    }
     return {
-      name: serviceAccountUserName(namespace, name),
-      uid,
-      groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`],
+      user: {
+        name: serviceAccountUserName(namespace, name),
+        uid,
+        groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`],
+      },
+      audiences: verdict.audiences.filter((a) => audiences.includes(a)),
     };
   }
 }
+
+/** Why a ServiceAccount token is refused, as a TokenReview's `error` says it. */
+const TOKEN_REFUSALS: Partial<Record<TokenRefusal, string>> = {
+  malformed: "token is malformed",
+  algorithm: "token is signed with an algorithm or key this server does not use",
+  signature: "token signature is invalid",
+  claims: "token claims are invalid",
+  expired: "service account token has expired",
+  "not-yet-valid": "service account token is not valid yet",
+  audience: "token audiences are invalid for the target audiences",
+};
 
 /** Bytes of randomness in a generated token. */
 export const TOKEN_BYTES = 32;

@@ -12,6 +12,7 @@ import { type Logger, pino } from "pino";
 import type { ServiceRanges } from "../../registry/builtin/index.ts";
 import { customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
+import type { ReviewServices } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
@@ -155,6 +156,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   let handler: ApiHandler | undefined;
   let authenticator = opts.authenticator;
   let loopbackToken: string | undefined;
+  let reviewToken: ReviewServices["reviewToken"];
   if (authenticator) {
     // The server's own requests (bootstrap, built-in loops running in process) use a
     // per-process token that never leaves memory.
@@ -169,6 +171,23 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       authenticate: (req) =>
         outer.authenticate(req) ?? loopback.authenticate(req) ?? accounts.authenticate(req),
     };
+    // TokenReview: the tokens a client may present (the process's own is not one).
+    reviewToken = (token, audiences) => {
+      const own = serviceAccountTokens.audiences;
+      const target = audiences.length > 0 ? audiences : [...own];
+      const fixed = outer.authenticateToken?.(token);
+      if (fixed) {
+        // A fixed token is good for the server's own audiences only.
+        const good = target.filter((a) => own.includes(a));
+        return good.length > 0
+          ? { user: fixed, audiences: good }
+          : {
+              audiences: [],
+              error: `token audiences ${goList(own)} is invalid for the target audiences ${goList(target)}`,
+            };
+      }
+      return accounts.review(token, target);
+    };
   }
 
   // CustomResourceDefinitions: the type, and the custom resources stored CRDs define.
@@ -182,6 +201,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     registry,
     logger,
     serviceAccountTokens,
+    ...(reviewToken ? { reviewToken } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
   });
   handler = api;
@@ -388,4 +408,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   };
 
   return { url, port, registry, loopbackToken, close };
+}
+
+/** A list of strings as Go's %q prints a []string: ["a" "b"]. */
+function goList(items: readonly string[]): string {
+  return `[${items.map((i) => JSON.stringify(i)).join(" ")}]`;
 }

@@ -166,8 +166,15 @@ export class ServiceAccountTokens {
     return parts.length === 3 && parts.every((p) => p !== "" && BASE64URL.test(p));
   }
 
-  /** Verifies a token: signature, issuer, times (at `now`) and audience. */
-  verify(token: string, now = new Date()): TokenVerdict {
+  /**
+   * Verifies a token: signature, issuer, times (at `now`) and audience (one of
+   * `audiences`, by default the server's own).
+   */
+  verify(
+    token: string,
+    now = new Date(),
+    audiences: readonly string[] = this.audiences,
+  ): TokenVerdict {
     if (!ServiceAccountTokens.looksLikeJwt(token)) return { ok: false, reason: "malformed" };
     const [h, p, s] = token.split(".") as [string, string, string];
     const header = parseSegment(h);
@@ -204,7 +211,7 @@ export class ServiceAccountTokens {
     }
     const aud = typeof claims.aud === "string" ? [claims.aud] : claims.aud;
     if (!Array.isArray(aud) || !aud.every(isString)) return { ok: false, reason: "claims" };
-    if (!aud.some((a) => this.audiences.includes(a))) return { ok: false, reason: "audience" };
+    if (!aud.some((a) => audiences.includes(a))) return { ok: false, reason: "audience" };
     return { ok: true, namespace, name, uid, audiences: aud };
   }
 }

@@ -21,6 +21,7 @@ import {
   selfSubjectReviewDefinition,
   selfSubjectRulesReviewDefinition,
   subjectAccessReviewDefinition,
+  tokenReviewDefinition,
 } from "./reviews.ts";
 import { secretDefinition } from "./secret.ts";
 import { serviceAccountDefinition } from "./service-account.ts";
@@ -60,6 +61,7 @@ export {
   selfSubjectReviewDefinition,
   selfSubjectRulesReviewDefinition,
   subjectAccessReviewDefinition,
+  tokenReviewDefinition,
 } from "./reviews.ts";
 export { secretDefinition } from "./secret.ts";
 export { serviceAccountDefinition } from "./service-account.ts";
@@ -111,6 +113,7 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     selfSubjectRulesReviewDefinition,
     subjectAccessReviewDefinition,
     localSubjectAccessReviewDefinition,
+    tokenReviewDefinition,
   ];
 }
 

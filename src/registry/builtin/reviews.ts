@@ -10,9 +10,9 @@
  */
 
 import type { Schema, StatusCause } from "@setpoint/api";
-import { type KubeObject, nowTimestamp } from "@setpoint/api";
+import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
-import type { Requester, ResourceDefinition } from "../types.ts";
+import type { Authorizer, Requester, ResourceDefinition } from "../types.ts";
 import { array, bool, fieldObject, object, str } from "./build.ts";
 import { invalid, required } from "./causes.ts";
 import { kindSchema } from "./meta-schemas.ts";
@@ -397,13 +397,86 @@ export const selfSubjectReviewDefinition = reviewDefinition(
   ["v1beta1", "v1alpha1"],
 );
 
+const tokenReviewSchema = kindSchema(
+  `${AUTHENTICATION_V1}.TokenReview`,
+  "TokenReview attempts to authenticate a token to a known user. Note: TokenReview requests may be cached by the webhook token authenticator plugin in the kube-apiserver.",
+  {
+    spec: refSchema(
+      defineSchema(
+        `${AUTHENTICATION_V1}.TokenReviewSpec`,
+        object(
+          {
+            audiences: strings(
+              "Audiences is a list of the identifiers that the resource server presented with the token identifies as. Audience-aware token authenticators will verify that the token was intended for at least one of the audiences in this list. If no audiences are provided, the audience will default to the audience of the Kubernetes apiserver.",
+            ),
+            token: str("Token is the opaque bearer token."),
+          },
+          "TokenReviewSpec is a description of the token authentication request.",
+        ),
+      ),
+      "Spec holds information about the request being evaluated",
+    ),
+    status: refSchema(
+      defineSchema(
+        `${AUTHENTICATION_V1}.TokenReviewStatus`,
+        object(
+          {
+            audiences: strings(
+              "Audiences are audience identifiers chosen by the authenticator that are compatible with both the TokenReview and token.",
+            ),
+            authenticated: bool(
+              "Authenticated indicates that the token was associated with a known user.",
+            ),
+            error: str("Error indicates that the token couldn't be checked"),
+            user: refSchema(
+              userInfoSchema,
+              "User is the UserInfo associated with the provided token.",
+            ),
+          },
+          "TokenReviewStatus is the result of the token authentication request.",
+        ),
+      ),
+      "Status is filled in by the server and indicates whether the request can be authenticated.",
+    ),
+  },
+  ["spec"],
+);
+
+/**
+ * authentication.k8s.io/v1 TokenReview: who does this bearer token belong to? Asked
+ * by services that accept the cluster's tokens (the caller needs `create` on
+ * tokenreviews, as `system:auth-delegator` grants).
+ */
+export const tokenReviewDefinition = reviewDefinition(
+  "authentication.k8s.io",
+  "TokenReview",
+  tokenReviewSchema,
+  "k8s.io.api.authentication.v1.TokenReview",
+  (obj, _requester, now, { reviewToken }) => {
+    const spec = fieldObject(obj, "spec") ?? {};
+    const token = typeof spec.token === "string" ? spec.token : "";
+    if (!token) throw errors.badRequest("token is required for TokenReview in authentication");
+    const audiences = Array.isArray(spec.audiences) ? spec.audiences.map(String) : [];
+    const result = reviewToken?.(token, audiences) ?? { audiences: [] };
+    const user = result.user;
+    return answer(obj, now, {
+      ...(user ? { authenticated: true } : {}),
+      user: user
+        ? { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: groupsOf(user) }
+        : {},
+      ...(user && result.audiences.length > 0 ? { audiences: result.audiences } : {}),
+      ...(result.error ? { error: result.error } : {}),
+    });
+  },
+);
+
 /** authorization.k8s.io/v1 SelfSubjectAccessReview: may the caller do this (`kubectl auth can-i`)? */
 export const selfSubjectAccessReviewDefinition = reviewDefinition(
   "authorization.k8s.io",
   "SelfSubjectAccessReview",
   selfSubjectAccessReviewSchema,
   "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
-  (obj, requester, now, authorizer) => accessDecision(obj, requester, now, authorizer),
+  (obj, requester, now, { authorizer }) => accessDecision(obj, requester, now, authorizer),
   validateAccessReview,
 );
 
@@ -413,7 +486,7 @@ export const selfSubjectRulesReviewDefinition = reviewDefinition(
   "SelfSubjectRulesReview",
   selfSubjectRulesReviewSchema,
   "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
-  (obj, requester, now, authorizer) => {
+  (obj, requester, now, { authorizer }) => {
     const namespace = String(fieldObject(obj, "spec")?.namespace ?? "");
     const rules = authorizer.rulesFor(requester, namespace);
     const resourceRules = rules
@@ -446,7 +519,7 @@ function accessDecision(
   obj: KubeObject,
   subject: Requester,
   now: Date,
-  authorizer: Parameters<NonNullable<ResourceDefinition["review"]>>[3],
+  authorizer: Authorizer,
 ): KubeObject {
   const decision = authorizer.authorize(subject, accessAttributes(obj));
   return answer(obj, now, {
@@ -468,7 +541,7 @@ export const subjectAccessReviewDefinition = reviewDefinition(
     "SubjectAccessReview checks whether or not a user or group can perform an action.",
   ),
   "k8s.io.api.authorization.v1.SubjectAccessReview",
-  (obj, _requester, now, authorizer) => accessDecision(obj, subjectOf(obj), now, authorizer),
+  (obj, _requester, now, { authorizer }) => accessDecision(obj, subjectOf(obj), now, authorizer),
   validateSubjectAccessReview,
 );
 
@@ -484,7 +557,7 @@ export const localSubjectAccessReviewDefinition = reviewDefinition(
     "LocalSubjectAccessReview checks whether or not a user or group can perform an action in a given namespace. Having a namespace scoped resource makes it much easier to grant namespace scoped policy that includes permissions checking.",
   ),
   "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
-  (obj, _requester, now, authorizer) => accessDecision(obj, subjectOf(obj), now, authorizer),
+  (obj, _requester, now, { authorizer }) => accessDecision(obj, subjectOf(obj), now, authorizer),
   validateLocalSubjectAccessReview,
   [],
   true,

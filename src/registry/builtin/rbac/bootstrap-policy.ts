@@ -233,6 +233,17 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
   clusterRole("system:public-info-viewer", {
     rules: [{ verbs: ["get"], nonResourceURLs: HEALTH_PATHS }],
   }),
+  // For services that delegate authentication and authorization to the apiserver.
+  clusterRole("system:auth-delegator", {
+    rules: [
+      { verbs: ["create"], apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"] },
+      {
+        verbs: ["create"],
+        apiGroups: ["authorization.k8s.io"],
+        resources: ["subjectaccessreviews"],
+      },
+    ],
+  }),
 ];
 
 /** The bootstrap ClusterRoleBindings. */
