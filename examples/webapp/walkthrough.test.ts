@@ -3,11 +3,20 @@
  * `setpoint up --no-agent --no-gateway` (apiserver and controllers),
  * `setpoint agent` and `setpoint gateway` as their own processes, the WebApp
  * controller as its own process (main.ts --install-crd), and kubectl and curl:
- * a WebApp applied, `kubectl wait` on observedGeneration and Ready, the app
- * fetched through the gateway, a new image rolled out while a client requests
- * through the gateway all along (every request must succeed; the counts are
- * printed), a hand edit warned about and set back, and the WebApp deleted with
- * everything it owned.
+ * - a WebApp applied, `kubectl wait` on observedGeneration and Ready, the app
+ *   fetched through the gateway;
+ * - a new image rolled out while a client requests through the gateway all
+ *   along;
+ * - a hand edit warned about and set back;
+ * - the outage chapter: the controller and `setpoint up` stopped (the latter
+ *   SIGKILLed), the app still served; a replica's process SIGKILLed and
+ *   restarted by the agent; the gateway replaced by a new process serving its
+ *   table from disk; the agent restarted, adopting the running replicas; then
+ *   the control plane back on the same address and data, `kubectl wait` again,
+ *   and the restart the agent made alone recorded in the Pod. Each step lasts
+ *   1 s, or 7.5 s (30 s without the control plane) with WEBAPP_OUTAGE_LONG=1;
+ * - the WebApp deleted with everything it owned.
+ * Every request of the client loops must succeed; the counts are printed per phase.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -17,7 +26,9 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentProcess,
+  type AgentProcessOptions,
   killPodProcesses,
+  type PodSummary,
   startAgentProcess,
   stopChild,
 } from "../../test/agent/agent-process.ts";
@@ -33,6 +44,9 @@ const ROOT = resolve(import.meta.dirname, "../..");
 const RANGE = 91;
 const NODE = "webapp-walkthrough";
 const HOST = "shop.example";
+/** The outage chapter's pause after each step: 1 s, or 7.5 s (30 s down in all) with WEBAPP_OUTAGE_LONG=1. */
+const LONG = process.env.WEBAPP_OUTAGE_LONG === "1";
+const STEP_MS = LONG ? 7_500 : 1_000;
 
 const dir = mkdtempSync(join(tmpdir(), "setpoint-webapp-walkthrough-"));
 const upDir = join(dir, "setpoint");
@@ -80,6 +94,17 @@ const kubectl = (args: string[], stdin = "") => run("/usr/bin/kubectl", args, st
 /** `curl -sS -H 'Host: shop.example' http://GATEWAY/` */
 const curl = () =>
   run("/usr/bin/curl", ["-sS", "-H", `Host: ${HOST}`, `http://${gateway?.address}/`]);
+
+/** `setpoint agent --node-name webapp-walkthrough --data-dir DIR --pod-range 91` */
+function agentOptions(): AgentProcessOptions {
+  return {
+    kubeconfig: up?.kubeconfig ?? "",
+    nodeName: NODE,
+    dataDir: agentDir,
+    imageDir: join(agentDir, "images"),
+    range: RANGE,
+  };
+}
 
 interface GatewayProcess {
   child: ChildProcess;
@@ -306,13 +331,7 @@ spec:
 beforeAll(async () => {
   mkdirSync(join(dir, "home"));
   up = await startSetpoint(["--data-dir", upDir]);
-  agent = await startAgentProcess({
-    kubeconfig: up.kubeconfig,
-    nodeName: NODE,
-    dataDir: agentDir,
-    imageDir: join(agentDir, "images"),
-    range: RANGE,
-  });
+  agent = await startAgentProcess(agentOptions());
   children.push(agent.child);
   gateway = await startGateway();
   controller = startController();
@@ -405,6 +424,113 @@ describe("the WebApp walkthrough", () => {
       30_000,
     );
   }, 60_000);
+
+  it(
+    `keeps serving while the control plane is stopped: a replica killed and restarted, the agent and the gateway restarted; back, the status converges (${LONG ? "long" : "short"})`,
+    async () => {
+      const current = {
+        up: up as SetpointProcess,
+        agent: agent as AgentProcess,
+        gateway: gateway as GatewayProcess,
+      };
+      load = new Load(current.gateway.address, "control plane up");
+      await sleep(STEP_MS);
+
+      // Stop the control plane: the WebApp controller, then setpoint up (killed, as in a crash).
+      load.phase("control plane stopped");
+      const downAt = Date.now();
+      await stopChild(controller?.child as ChildProcess);
+      const port = new URL(current.up.url).port;
+      await current.up.stop("SIGKILL");
+      const refused = await kubectl(["get", "webapp", "shop", "--request-timeout=2s"]);
+      expect(refused.code).not.toBe(0);
+      expect(await curl()).toMatchObject({
+        code: 0,
+        out: expect.stringMatching(/\(version 2\.0\)/),
+      });
+      await sleep(STEP_MS);
+
+      // kill -9 one replica's process: the agent restarts it, alone.
+      load.phase("a replica killed");
+      const pods = async (): Promise<PodSummary[]> =>
+        JSON.parse((await run("/usr/bin/curl", ["-sS", `${current.agent.endpoint}/pods`])).out);
+      const [victim] = (await pods()).sort((a, b) => a.name.localeCompare(b.name));
+      const victimPid = victim?.containers[0]?.pid ?? 0;
+      expect(victimPid).toBeGreaterThan(0);
+      process.kill(victimPid, "SIGKILL");
+      await eventually(
+        async () => {
+          const c = (await pods()).find((p) => p.name === victim.name)?.containers[0];
+          return c?.pid !== undefined && c.pid !== victimPid && c.restartCount === 1;
+        },
+        "the killed replica restarted by the agent",
+        30_000,
+      );
+      await sleep(STEP_MS);
+
+      // The gateway restarted: a new process serving its table from disk (the
+      // client moves to it), the old one drains and exits.
+      load.phase("gateway restarted");
+      const oldGateway = current.gateway;
+      current.gateway = await startGateway();
+      gateway = current.gateway;
+      load.target = current.gateway.address;
+      await stopChild(oldGateway.child);
+      expect(oldGateway.child.exitCode).toBe(0);
+      expect(await curl()).toMatchObject({
+        code: 0,
+        out: expect.stringMatching(/\(version 2\.0\)/),
+      });
+      await sleep(STEP_MS);
+
+      // The agent restarted: it adopts the running replicas.
+      load.phase("agent restarted");
+      await stopChild(current.agent.child);
+      current.agent = await startAgentProcess(agentOptions());
+      agent = current.agent;
+      children.push(current.agent.child);
+      // (Its log is written asynchronously: the line may follow the endpoint's.)
+      const started = await eventually(
+        () => /"adopted":\d+,"restarted":\d+/.exec(current.agent.output())?.[0],
+        "the restarted agent's account of its Pods",
+        10_000,
+      );
+      expect(started).toBe('"adopted":2,"restarted":0');
+      await sleep(Math.max(STEP_MS, (LONG ? 30_000 : 0) - (Date.now() - downAt)));
+
+      // The control plane back (same address and data), the controller with it:
+      // the WebApp's status converges, and the restart the agent made alone is recorded.
+      load.phase("control plane back");
+      current.up = await startSetpoint(["--listen", `127.0.0.1:${port}`, "--data-dir", upDir]);
+      up = current.up;
+      controller = startController();
+      await waitRolledOut();
+      expect(await webapp("{.status.readyReplicas}")).toBe("2");
+      await eventually(
+        async () =>
+          (
+            await kubectl([
+              "get",
+              "pod",
+              victim.name,
+              "-o",
+              "jsonpath={.status.containerStatuses[0].restartCount}",
+            ])
+          ).out === "1",
+        "the replica's restart recorded in its Pod",
+        30_000,
+      );
+      await sleep(STEP_MS);
+
+      const finished = load;
+      load = undefined;
+      const report = await finished.stop();
+      process.stdout.write(`outage (${LONG ? "long" : "short"}): ${report}\n`);
+      for (const p of finished.phases) expect(p.sent, p.name).toBeGreaterThan(0);
+      expect(finished.failed, report).toBe(0);
+    },
+    LONG ? 240_000 : 150_000,
+  );
 
   it("deletes the WebApp, and everything it owned goes with it", async () => {
     const deleted = await kubectl(["delete", "webapp", "shop"]);
