@@ -4,6 +4,16 @@
  * bounded response bodies, request counts, and retries after 429 (Retry-After)
  * and 401 (re-read token file). A non-2xx answer becomes an ApiError carrying
  * the server's Status.
+ *
+ * Fail-over. Given several addresses of one API (RestConfig.servers: apiservers on
+ * the same storage), requests go to the one in use until it cannot be reached; then
+ * the request goes to the next address, which becomes the one in use. Any request
+ * moves on when the connection could not be made (it surely never reached a
+ * server); a read (GET, HEAD: lists, gets, watches) also when the connection broke
+ * before an answer. A write whose connection broke after it was sent is not sent
+ * again: it may have been applied, and repeating a create or a compare-and-swap
+ * could report a conflict that is not one; its error goes to the caller, which
+ * retries as it retries any failure.
  */
 import { readFileSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
@@ -32,6 +42,22 @@ export const MAX_RETRY_AFTER_ATTEMPTS = 3;
 export const MAX_RETRY_AFTER_MS = 10_000;
 /** Largest response body read into memory for a non-watch request. */
 export const MAX_RESPONSE_BYTES = 512 * 1024 * 1024;
+/** Connection errors that say the request never reached a server: any request may go elsewhere. */
+export const UNSENT_ERROR_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EADDRNOTAVAIL",
+]);
+/** Connection errors after which a read (never a write) may go to another server. */
+export const BROKEN_ERROR_CODES: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+]);
 /** User-Agent when the config sets none. */
 export const DEFAULT_USER_AGENT = "setpoint-runtime/0.1.0";
 
@@ -66,15 +92,25 @@ export interface RequestSpec {
 export class Transport {
   /** Request counts, for benchmarks and tests that count API calls. */
   readonly stats: ClientStats = { requests: 0, byVerb: {} };
-  private readonly base: URL;
+  /** Every address of the API, `config.server` first. */
+  private readonly bases: URL[];
+  /** Index in `bases` of the address in use. */
+  private current = 0;
   private readonly agent: http.Agent;
   private readonly protocol: typeof http | typeof https;
   private readonly bucket: TokenBucket | undefined;
   private fileToken: { value: string; readAt: number } | undefined;
 
   constructor(private readonly config: RestConfig) {
-    this.base = new URL(config.server);
-    if (this.base.protocol === "https:") {
+    const addresses = [config.server, ...(config.servers ?? [])].filter(
+      (a, i, all) => all.indexOf(a) === i,
+    );
+    this.bases = addresses.map((a) => new URL(a));
+    const protocol = this.bases[0].protocol;
+    if (this.bases.some((b) => b.protocol !== protocol)) {
+      throw new Error(`the servers must all be http or all https: ${addresses.join(", ")}`);
+    }
+    if (protocol === "https:") {
       this.protocol = https;
       this.agent = new https.Agent({
         keepAlive: true,
@@ -84,7 +120,7 @@ export class Transport {
         rejectUnauthorized: config.insecureSkipTLSVerify !== true,
         servername: config.tlsServerName,
       });
-    } else if (this.base.protocol === "http:") {
+    } else if (protocol === "http:") {
       this.protocol = http;
       this.agent = new http.Agent({ keepAlive: true });
     } else {
@@ -93,6 +129,11 @@ export class Transport {
     if (config.qps !== undefined && config.qps > 0) {
       this.bucket = new TokenBucket(config.qps, config.burst ?? Math.ceil(config.qps));
     }
+  }
+
+  /** The address requests go to now (the one in use). */
+  get server(): string {
+    return this.bases[this.current].href;
   }
 
   /** Closes idle keep-alive connections; in-flight requests and watches are cut. */
@@ -137,7 +178,10 @@ export class Transport {
     this.stats.byVerb[verb] = (this.stats.byVerb[verb] ?? 0) + 1;
   }
 
-  /** Sends one request and answers its response once the status line and headers arrived. */
+  /**
+   * Sends one request and answers its response once the status line and headers
+   * arrived; on a connection failure, to the next address (see the module comment).
+   */
   async send(spec: RequestSpec): Promise<{ res: IncomingMessage; describe: string }> {
     if (this.bucket) await this.bucket.take(spec.signal);
     const body =
@@ -147,17 +191,39 @@ export class Transport {
           ? spec.body
           : JSON.stringify(spec.body);
     const headers = await this.headers(spec, body);
-    const basePath = this.base.pathname.replace(/\/+$/, "");
+    this.count(spec.verb);
+    const first = this.current;
+    for (let tried = 0; ; tried++) {
+      const index = (first + tried) % this.bases.length;
+      try {
+        const answer = await this.sendTo(this.bases[index], spec, headers, body);
+        this.current = index;
+        return answer;
+      } catch (err) {
+        const last = tried + 1 >= this.bases.length;
+        if (last || spec.signal?.aborted || !mayFailOver(err, spec.method)) throw err;
+        // Later requests start at the next address too, until it fails in turn.
+        if (this.current === index) this.current = (index + 1) % this.bases.length;
+      }
+    }
+  }
+
+  private sendTo(
+    base: URL,
+    spec: RequestSpec,
+    headers: http.OutgoingHttpHeaders,
+    body: string | undefined,
+  ): Promise<{ res: IncomingMessage; describe: string }> {
+    const basePath = base.pathname.replace(/\/+$/, "");
     const qs = spec.query?.toString();
     const path = `${basePath}${spec.path}${qs ? `?${qs}` : ""}`;
     const describe = `${spec.method} ${spec.path}`;
     const timeoutMs = spec.timeoutMs ?? this.config.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.count(spec.verb);
     return new Promise((resolve, reject) => {
       const req = this.protocol.request({
-        protocol: this.base.protocol,
-        hostname: this.base.hostname.replace(/^\[|\]$/g, ""),
-        port: this.base.port || undefined,
+        protocol: base.protocol,
+        hostname: base.hostname.replace(/^\[|\]$/g, ""),
+        port: base.port || undefined,
         method: spec.method,
         path,
         headers,
@@ -221,6 +287,14 @@ export class Transport {
     const text = await readBody(res);
     throw toApiError(code, text, res.headers["retry-after"], describe);
   }
+}
+
+/** Whether a request that failed with `err` may be sent to another address. */
+function mayFailOver(err: unknown, method: string): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  if (UNSENT_ERROR_CODES.has(code)) return true;
+  return (method === "GET" || method === "HEAD") && BROKEN_ERROR_CODES.has(code);
 }
 
 /** A whole answer, as `exchange` reads it. */
