@@ -7,6 +7,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
+import { decodeProtobufResponse, isProtobufContentType } from "../../src/apiserver/wire/index.ts";
 import { addWidgetType, type Harness, startHarness } from "./harness.ts";
 
 /** Requests per run (each run is seeded; the seed is printed on failure). */
@@ -348,11 +349,16 @@ function send(url: string, req: Sent): Promise<Got> {
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
         clearTimeout(timer);
-        const text = Buffer.concat(chunks).toString("utf8");
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString("utf8");
         let body: unknown;
         try {
-          const yaml = String(res.headers["content-type"] ?? "").startsWith("application/yaml");
-          body = text ? (yaml ? parseYaml(text) : JSON.parse(text)) : undefined;
+          const type = String(res.headers["content-type"] ?? "");
+          // Objects and error Statuses come in protobuf to a client that asked for it.
+          if (isProtobufContentType(type))
+            body = raw.length ? decodeProtobufResponse(raw) : undefined;
+          else if (type.startsWith("application/yaml")) body = text ? parseYaml(text) : undefined;
+          else body = text ? JSON.parse(text) : undefined;
         } catch {
           body = undefined;
         }
@@ -659,7 +665,7 @@ describe("fuzz", () => {
         const ns = kind === "Namespace" ? "" : (m?.[1] ?? "");
         model.delete(`${kind}/${ns}/${b.details?.name}`);
       } else if (b.kind?.endsWith("List")) {
-        for (const item of b.items as Obj[]) {
+        for (const item of (b.items ?? []) as Obj[]) {
           await settleDeleted({ ...item, kind: b.kind.slice(0, -4) } as Obj);
         }
       } else if (b.metadata?.name) {

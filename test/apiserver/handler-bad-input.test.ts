@@ -190,7 +190,7 @@ describe("bad input", () => {
 
   it("answers 406 for an Accept it cannot produce", async () => {
     await h.post(CM, configMap("acc"));
-    const r = await h.get(`${CM}/acc`, { accept: "application/vnd.kubernetes.protobuf" });
+    const r = await h.get(`${CM}/acc`, { accept: "application/xml" });
     expect(r.status).toBe(406);
     expectStatus(r.body, 406, "NotAcceptable");
     const yaml = await h.get(`${CM}/acc`, { accept: "application/yaml" });

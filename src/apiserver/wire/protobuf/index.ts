@@ -60,6 +60,21 @@ function fail(message: string): never {
  * Throws StatusError 400 for anything malformed, never another error.
  */
 export function decodeProtobufObject(body: Buffer): KubeObject {
+  return decodeEnvelope(body, messageForKind);
+}
+
+/**
+ * Decodes a protobuf answer of the server (an object, a list or a Status) into its
+ * JSON form, as a client reads it.
+ */
+export function decodeProtobufResponse(body: Buffer): KubeObject {
+  return decodeEnvelope(body, responseMessage);
+}
+
+function decodeEnvelope(
+  body: Buffer,
+  messageOf: (apiVersion: string, kind: string) => Type | undefined,
+): KubeObject {
   if (body.length < PROTOBUF_MAGIC.length || !body.subarray(0, 4).equals(PROTOBUF_MAGIC)) {
     fail('the body does not start with the protobuf prefix "k8s\\x00"');
   }
@@ -78,7 +93,7 @@ export function decodeProtobufObject(body: Buffer): KubeObject {
     if (envelope.contentType && !isProtobufContentType(envelope.contentType)) {
       fail(`unsupported content type "${envelope.contentType}" in the envelope`);
     }
-    const type = messageForKind(apiVersion, kind);
+    const type = messageOf(apiVersion, kind);
     if (!type) fail(`no protobuf encoding is known for kind "${kind}" in version "${apiVersion}"`);
     const msg = type.decode(envelope.raw ?? new Uint8Array());
     const json = messageJson(type, msg, kind);
