@@ -5,10 +5,20 @@
  *
  *   node --import tsx examples/webapp/main.ts [--install-crd] [--leader-elect]
  *        [--metrics-addr :8080] [--health-addr :8081]
+ *        [--webhook-listen HOST:PORT --webhook-cert-dir DIR]
+ *
+ * With --webhook-listen it serves its validating webhook (host and path unique
+ * across WebApps, webhook.ts) over TLS with tls.crt and tls.key from
+ * --webhook-cert-dir, and registers it (the ValidatingWebhookConfiguration
+ * `webapp-controller`, server-side applied) at https://HOST:PORT/validate-webapp
+ * with ca.crt from the same directory as its caBundle; port 0 picks a free one.
  *
  * SIGINT or SIGTERM stops it gracefully: reconciles in flight finish, the lease
- * (with --leader-elect) is released.
+ * (with --leader-elect) is released, the webhook server closes (the
+ * configuration stays: WebApps cannot be written until it is back).
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { KubeObject } from "@setpoint/api";
 import {
@@ -22,6 +32,7 @@ import {
 import { FIELD_MANAGER } from "./children.ts";
 import { addWebAppController, CONTROLLER_NAME } from "./controller.ts";
 import { webAppCrd } from "./types.ts";
+import { startWebAppWebhook, WEBHOOK_PATH, webhookConfiguration } from "./webhook.ts";
 
 /** How long `--install-crd` waits for the CRD to be Established. */
 export const CRD_ESTABLISHED_TIMEOUT_MS = 30_000;
@@ -63,8 +74,13 @@ async function main(): Promise<void> {
       "leader-election-namespace": { type: "string", default: "default" },
       "metrics-addr": { type: "string" },
       "health-addr": { type: "string" },
+      "webhook-listen": { type: "string" },
+      "webhook-cert-dir": { type: "string" },
     },
   });
+  const webhookListen = values["webhook-listen"] ? hostPort(values["webhook-listen"]) : undefined;
+  const certDir = values["webhook-cert-dir"];
+  if (webhookListen && !certDir) throw new Error("--webhook-listen needs --webhook-cert-dir");
   const log = createLogger({ name: CONTROLLER_NAME });
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
   const mgr = new Manager({
@@ -85,12 +101,52 @@ async function main(): Promise<void> {
   }
   if (values["install-crd"]) await installWebAppCrd(mgr.client, stop.signal);
   addWebAppController(mgr);
-  await mgr.start(stop.signal);
-  log.info(
-    { metrics: mgr.metricsAddress, health: mgr.healthAddress, identity: mgr.identity },
-    "running",
-  );
-  await mgr.done;
+  const webhook =
+    webhookListen && certDir
+      ? await startWebAppWebhook(
+          mgr,
+          {
+            cert: readFileSync(join(certDir, "tls.crt"), "utf8"),
+            key: readFileSync(join(certDir, "tls.key"), "utf8"),
+          },
+          webhookListen,
+        )
+      : undefined;
+  try {
+    await mgr.start(stop.signal);
+    if (webhook && certDir) {
+      const caBundle = readFileSync(join(certDir, "ca.crt")).toString("base64");
+      await retryOnConflict(() =>
+        mgr.client.apply(webhookConfiguration(webhook.url(WEBHOOK_PATH), caBundle), {
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        }),
+      );
+    }
+    log.info(
+      {
+        metrics: mgr.metricsAddress,
+        health: mgr.healthAddress,
+        webhook: webhook?.url(WEBHOOK_PATH),
+        identity: mgr.identity,
+      },
+      "running",
+    );
+    await mgr.done;
+  } finally {
+    await webhook?.stop();
+  }
+}
+
+/** "HOST:PORT" (an IPv6 host in brackets); port 0 picks a free one. */
+function hostPort(value: string): { host: string; port: number } {
+  const i = value.lastIndexOf(":");
+  const host = value.slice(0, i).replace(/^\[(.*)\]$/, "$1") || "127.0.0.1";
+  const port = Number(value.slice(i + 1));
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`--webhook-listen wants HOST:PORT, got ${JSON.stringify(value)}`);
+  }
+  return { host, port };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -19,10 +19,11 @@
  * Every request of the client loops must succeed; the counts are printed per phase.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent as HttpAgent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { webhookCertificate } from "setpoint/testenv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentProcess,
@@ -52,6 +53,7 @@ const dir = mkdtempSync(join(tmpdir(), "setpoint-webapp-walkthrough-"));
 const upDir = join(dir, "setpoint");
 const agentDir = join(dir, "agent");
 const gatewayDir = join(dir, "gateway");
+const certDir = join(dir, "webhook-certs");
 const children: ChildProcess[] = [];
 let up: SetpointProcess | undefined;
 let agent: AgentProcess | undefined;
@@ -153,7 +155,10 @@ interface ControllerProcess {
   output: () => string;
 }
 
-/** `node --import tsx examples/webapp/main.ts --install-crd` */
+/**
+ * `node --import tsx examples/webapp/main.ts --install-crd --webhook-listen
+ * 127.0.0.1:0 --webhook-cert-dir DIR` (it registers its webhook at the port it got).
+ */
 function startController(): ControllerProcess {
   const child = spawn(
     process.execPath,
@@ -164,6 +169,10 @@ function startController(): ControllerProcess {
       "--kubeconfig",
       up?.kubeconfig ?? "",
       "--install-crd",
+      "--webhook-listen",
+      "127.0.0.1:0",
+      "--webhook-cert-dir",
+      certDir,
     ],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -330,6 +339,12 @@ spec:
 
 beforeAll(async () => {
   mkdirSync(join(dir, "home"));
+  // The webhook's serving certificate (tls.crt, tls.key) and the CA that signed it (ca.crt).
+  const tls = await webhookCertificate();
+  mkdirSync(certDir);
+  writeFileSync(join(certDir, "tls.crt"), tls.cert);
+  writeFileSync(join(certDir, "tls.key"), tls.key);
+  writeFileSync(join(certDir, "ca.crt"), Buffer.from(tls.caBundle, "base64"));
   up = await startSetpoint(["--data-dir", upDir]);
   agent = await startAgentProcess(agentOptions());
   children.push(agent.child);
@@ -372,6 +387,31 @@ describe("the WebApp walkthrough", () => {
     );
     expect(reply.out).toMatch(/^hello from shop-\S+ \(version 1\.0\)\n$/);
   }, 150_000);
+
+  it("refuses, at admission, a second WebApp with the same host and path (the controller's webhook)", async () => {
+    const second = (path: string) => `apiVersion: examples.setpoint.dev/v1alpha1
+kind: WebApp
+metadata:
+  name: shop-copy
+  namespace: default
+spec:
+  image: hello:1.0
+  host: shop.example
+  path: ${path}
+`;
+    const refused = await kubectl(["apply", "-f", "-"], second("/"));
+    expect(refused.code).not.toBe(0);
+    expect(refused.err.trim()).toBe(
+      'Error from server (Forbidden): error when creating "STDIN": admission webhook "routes.webapps.examples.setpoint.dev" denied the request: host shop.example and path / are already served by WebApp default/shop; a WebApp\'s host and path must be unique: choose another host or path',
+    );
+    expect((await kubectl(["get", "webapp", "shop-copy"])).code).not.toBe(0);
+    // Another path on the same host is admitted (checked with a server-side dry run).
+    const admitted = await kubectl(["apply", "--dry-run=server", "-f", "-"], second("/admin"));
+    expect(admitted.code, admitted.err).toBe(0);
+    expect(admitted.out).toContain(
+      "webapp.examples.setpoint.dev/shop-copy created (server dry run)",
+    );
+  }, 60_000);
 
   it("rolls out a new image with no failed request through the gateway", async () => {
     load = new Load(gateway?.address ?? "", "before the change");
