@@ -53,6 +53,10 @@ Flags:
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
   --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
+  --max-requests-inflight N   read-only requests served at once; more get 429 with Retry-After
+                              (default 400; 0: no limit; watches do not count)
+  --max-mutating-requests-inflight N
+                              mutating requests served at once (default 200; 0: no limit)
   --no-controllers            do not run the built-in controllers in this process
   --no-agent                  do not run a node agent (by default one runs the Pods bound to
                               this host's Node as processes; see setpoint agent --help)
@@ -94,6 +98,8 @@ const UP_OPTIONS = {
   "tls-san": { type: "string", default: "" },
   "token-auth-file": { type: "string" },
   "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
+  "max-requests-inflight": { type: "string" },
+  "max-mutating-requests-inflight": { type: "string" },
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
   "no-agent": { type: "boolean", default: false },
@@ -105,6 +111,19 @@ const UP_OPTIONS = {
   "terminated-pod-gc-threshold": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/** A non-negative count flag as `{ [key]: n }`, or nothing when it is not given. */
+function optionalCount<K extends string>(
+  flag: string,
+  value: string | undefined,
+  key: K,
+): Partial<Record<K, number>> {
+  if (value === undefined) return {};
+  if (!/^\d+$/.test(value)) {
+    throw new UsageError(`--${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  }
+  return { [key]: Number(value) } as Partial<Record<K, number>>;
+}
 
 /** `--storage` and its etcd flags as the control plane's storage options. */
 export function parseStorage(values: {
@@ -165,6 +184,14 @@ export async function up(argv: string[]): Promise<number> {
   const dataDir = resolve(values["data-dir"]);
   const { host, port } = parseListen(values.listen);
   const kubernetesMinor = parseKubernetesVersion(values["kubernetes-version"]);
+  const inflight = {
+    ...optionalCount("max-requests-inflight", values["max-requests-inflight"], "readOnly"),
+    ...optionalCount(
+      "max-mutating-requests-inflight",
+      values["max-mutating-requests-inflight"],
+      "mutating",
+    ),
+  };
   const storage = parseStorage(values);
   const { logger, format } = createCliLogger(values);
   let disabledControllers: string[];
@@ -212,6 +239,7 @@ export async function up(argv: string[]): Promise<number> {
       tlsSans: values["tls-san"].split(",").filter(Boolean),
       extraTokens,
       kubernetesMinor,
+      inflight,
       logger,
       // The built-in controllers, in process, as loopback clients of the API. They
       // campaign for the controller managers' Lease, so a separate

@@ -17,7 +17,7 @@ import { pino } from "pino";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import { TokenAuthenticator, type UserInfo } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
-import type { ConnectionLimits } from "../apiserver/server/index.ts";
+import type { ConnectionLimits, InflightLimits } from "../apiserver/server/index.ts";
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { ensureKubernetesService } from "../apiserver/server/kubernetes-service.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
@@ -82,6 +82,8 @@ export interface ControlPlaneOptions {
   limits?: Partial<ApiLimits>;
   /** Connection bounds (header and request timeouts, idle keep-alive, open connections). */
   connections?: Partial<ConnectionLimits>;
+  /** Requests worked on at once, reads and writes apart (default Kubernetes' 400 and 200). */
+  inflight?: Partial<InflightLimits>;
   /** The built-in controllers, in process as loopback clients; false or absent: none. */
   controllers?: false | ControllerOptions;
   /** The ranges Services' cluster IPs and node ports come from (default 127.100.0.0/16, 30000-32767). */
@@ -166,6 +168,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(opts.registry ? { registry: opts.registry } : {}),
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.connections ? { connections: opts.connections } : {}),
+        ...(opts.inflight ? { inflight: opts.inflight } : {}),
         storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
         ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),

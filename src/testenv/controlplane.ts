@@ -10,7 +10,7 @@
  */
 import { Client } from "@setpoint/runtime";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
-import type { ConnectionLimits } from "../apiserver/server/index.ts";
+import type { ConnectionLimits, InflightLimits } from "../apiserver/server/index.ts";
 import {
   type ControllerOptions,
   type ControlPlane as RunningControlPlane,
@@ -30,6 +30,8 @@ export interface ControlPlaneOptions {
   limits?: Partial<ApiLimits>;
   /** Connection bounds to shrink (header and request timeouts, idle keep-alive, open connections). */
   connections?: Partial<ConnectionLimits>;
+  /** Requests served at once, reads and writes apart (default Kubernetes' 400 and 200). */
+  inflight?: Partial<InflightLimits>;
   /** Types served (default the built-ins). */
   registry?: Registry;
   /** The store's background compaction (default on; off for a test that compacts itself). */
@@ -59,6 +61,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.registry ? { registry: opts.registry } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.connections ? { connections: opts.connections } : {}),
+    ...(opts.inflight ? { inflight: opts.inflight } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
     ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
   });

@@ -7,5 +7,5 @@
  * where it has none (lists by client, which `setpoint doctor` reads).
  */
 export { type ApiMetrics, createApiMetrics, type RequestLabels } from "./api-metrics.ts";
-export { classifyRequest, clientOf, MAX_CLIENTS } from "./request-info.ts";
+export { classifyRequest, clientOf, MAX_CLIENTS, type RequestInfo } from "./request-info.ts";
 export { instrumentStore } from "./storage-metrics.ts";

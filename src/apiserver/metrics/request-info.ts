@@ -25,6 +25,8 @@ function isTrue(v: string | null): boolean {
   return v === "true" || v === "1" || v === "True" || v === "t" || v === "T" || v === "TRUE";
 }
 
+const LONG_RUNNING_SUBRESOURCES = new Set(["log", "exec", "attach", "portforward", "proxy"]);
+
 /** The metric labels of a request (path and query as sent). */
 export function classifyRequest(
   req: IncomingMessage,
@@ -55,6 +57,8 @@ export function classifyRequest(
   info.scope =
     route.name !== undefined ? "resource" : route.namespace !== undefined ? "namespace" : "cluster";
   const collection = route.name === undefined;
+  // Streams that stay open as long as the client wants, as kube-apiserver counts them.
+  if (LONG_RUNNING_SUBRESOURCES.has(info.subresource)) info.longRunning = true;
   if (method === "GET") {
     if (route.watchPrefix || isTrue(query.get("watch"))) {
       info.verb = "WATCH";

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { errors, type StatusError } from "@setpoint/api";
 import { type Logger, pino } from "pino";
 import type { ServiceRanges } from "../../registry/builtin/index.ts";
+import { MASTERS } from "../../registry/builtin/rbac/index.ts";
 import { customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
 import type { ReviewServices } from "../../registry/types.ts";
@@ -22,6 +23,7 @@ import {
   clientOf,
   createApiMetrics,
   instrumentStore,
+  type RequestInfo,
 } from "../metrics/index.ts";
 import { CLAIMS_REPAIR_INTERVAL_MS, repairClaims } from "../store/index.ts";
 import { ServiceAccountTokens } from "../tokens/index.ts";
@@ -44,6 +46,7 @@ import {
   resolveConnectionLimits,
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
+import { type InflightLimits, InflightSeats, TOO_MANY_REQUESTS_TEXT } from "./inflight.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
 export const DEFAULT_KUBERNETES_MINOR = 32;
@@ -79,6 +82,8 @@ export interface ApiServerOptions {
   limits?: Partial<ApiLimits>;
   /** Timeouts of what clients send, and the connection bound (connections.ts); default Kubernetes'. */
   connections?: Partial<ConnectionLimits>;
+  /** Requests worked on at once, reads and writes apart (inflight.ts); default Kubernetes' 400 and 200. */
+  inflight?: Partial<InflightLimits>;
   /**
    * Name of the storage health check in /healthz, /livez and /readyz (kube-apiserver's
    * is "etcd"); default "storage".
@@ -196,6 +201,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   // Set below: the metrics read the handler's watch caches for object counts.
   const metrics: ApiMetrics = createApiMetrics(() => handler?.typeStats() ?? []);
   const store = instrumentStore(opts.store, metrics.storageDurations);
+  const seats = new InflightSeats(opts.inflight);
   const api: ApiHandler = await createApiHandler({
     store,
     registry,
@@ -271,15 +277,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   };
 
   /** Counts a request in Kubernetes' request metrics once its answer is done. */
-  const countRequest = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    url: string,
-  ): void => {
-    const q = url.indexOf("?");
-    const query = new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
-    const info = classifyRequest(req, path, query);
+  const countRequest = (req: IncomingMessage, res: ServerResponse, info: RequestInfo): void => {
     const labels = {
       verb: info.verb,
       dry_run: info.dryRun,
@@ -292,7 +290,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     };
     const kind = info.readOnly ? "readOnly" : "mutating";
     const start = process.hrtime.bigint();
-    metrics.inflight.inc({ request_kind: kind });
+    // Watches are long-running, not in flight (as kube-apiserver counts them).
+    if (!info.longRunning) metrics.inflight.inc({ request_kind: kind });
     if (info.longRunning) metrics.longRunning.inc(labels);
     if (info.verb === "LIST" && info.wholeList) {
       metrics.clientLists.inc({
@@ -302,7 +301,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       });
     }
     res.once("close", () => {
-      metrics.inflight.dec({ request_kind: kind });
+      if (!info.longRunning) metrics.inflight.dec({ request_kind: kind });
       if (info.longRunning) metrics.longRunning.dec(labels);
       metrics.requests.inc({ ...labels, code: String(res.statusCode) });
       metrics.durations.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
@@ -333,7 +332,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       serveMetrics(res);
       return;
     }
-    countRequest(req, res, path, url);
+    const info = classifyRequest(req, path, new URLSearchParams(q < 0 ? "" : url.slice(q + 1)));
+    if (!info.longRunning) {
+      const kind = info.readOnly ? "readOnly" : "mutating";
+      if (seats.take(kind)) {
+        res.once("close", () => seats.give(kind));
+      } else if (!user.groups.includes(MASTERS)) {
+        // system:masters is always answered (a super-admin, or the server's own loopback).
+        res.setHeader("Retry-After", "1");
+        sendText(res, 429, TOO_MANY_REQUESTS_TEXT);
+        return;
+      }
+    }
+    countRequest(req, res, info);
     const requestId = randomUUID();
     api.handle(req, res, user).then(
       (handled) => {
