@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import type { KubeObject } from "@setpoint/api";
 import type { Client } from "@setpoint/runtime";
 import { parseTarget } from "./finalizers.ts";
+import { apiserverIdentities, etcdEndpointsOf } from "./inspect/apiservers.ts";
 import {
   connect,
   listEverything,
@@ -24,6 +25,7 @@ import {
   unreachableReport,
 } from "./inspect/diagnose.ts";
 import { formatAge, parseDuration } from "./inspect/duration.ts";
+import { probeEtcdMembers } from "./inspect/etcd-members.ts";
 import {
   DEFAULT_HOT_LOOP_RATE,
   parseReconcileStats,
@@ -57,8 +59,9 @@ export const DEFAULT_SAMPLE = "5s";
 export const DOCTOR_USAGE = `Usage: setpoint doctor [flags]
        setpoint doctor KIND/NAME [-n NAMESPACE] [-o json]
 
-Is the control plane healthy? Checks the apiserver (/livez, /readyz), each
-controller's leader Lease, objects whose status.observedGeneration lags their
+Is the control plane healthy? Checks the apiserver (/livez, /readyz), every
+apiserver's identity Lease, every etcd member's health (and which one leads),
+each controller's leader Lease (which controller manager leads), objects whose status.observedGeneration lags their
 spec, objects stuck in deletion, hot loops (objects written far more often than
 their spec changes), clients listing whole collections again and again (from
 the apiserver's /metrics, during the sample), and recent Warning Events. Exit code 0 when healthy, 1 when
@@ -77,6 +80,7 @@ Flags:
   --warnings-since DURATION   window of recent Warning Events (default ${formatAge(DEFAULT_WARNING_WINDOW_MS)})
   -o, --output json           machine-readable report
   -n, --namespace NS          the object's namespace, with KIND/NAME (default: the context's, else "default")
+  --etcd-endpoints URL,...    etcd members to check (default: those the apiservers' identity Leases name)
   --kubeconfig FILE           kubeconfig to use (default $KUBECONFIG, then ~/.kube/config)
   --context NAME              kubeconfig context to use
   -h, --help                  this help
@@ -100,6 +104,8 @@ export interface DoctorOptions {
   format: "table" | "json";
   kubeconfig?: string;
   context?: string;
+  /** etcd members to check instead of those the identity Leases name. */
+  etcdEndpoints?: string[];
   help: boolean;
   /** KIND/NAME given: report who manages that object. */
   target?: { kind: string; name: string };
@@ -120,6 +126,7 @@ export function parseDoctorArgs(argv: string[]): DoctorOptions {
       output: { type: "string", short: "o" },
       kubeconfig: { type: "string" },
       context: { type: "string" },
+      "etcd-endpoints": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     allowPositionals: true,
@@ -142,6 +149,14 @@ export function parseDoctorArgs(argv: string[]): DoctorOptions {
     format: parseOutputFormat(values.output),
     kubeconfig: values.kubeconfig,
     context: values.context,
+    ...(values["etcd-endpoints"] !== undefined
+      ? {
+          etcdEndpoints: values["etcd-endpoints"]
+            .split(",")
+            .map((e) => e.trim())
+            .filter(Boolean),
+        }
+      : {}),
     help: values.help === true,
     ...(positionals.length > 0 ? { target: parseTarget(positionals) } : {}),
     ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
@@ -291,6 +306,9 @@ export async function doctor(argv: string[]): Promise<number> {
       }
     }
     const now = Date.now();
+    const apiservers = apiserverIdentities(leaseObjects, now);
+    const etcdEndpoints = opts.etcdEndpoints ?? etcdEndpointsOf(apiservers);
+    const etcd = etcdEndpoints.length > 0 ? await probeEtcdMembers(etcdEndpoints) : undefined;
     const leases = controllerLeases(leaseObjects, now);
     const stats = leaseObjects.filter(isControllerLease).map((l) => ({
       info: leaseInfo(l, now),
@@ -298,6 +316,8 @@ export async function doctor(argv: string[]): Promise<number> {
     }));
     const facts: DoctorFacts = {
       server,
+      apiservers,
+      ...(etcd ? { etcd } : {}),
       leases,
       deleting: stuckObjects(listing.items, leases, now, 0),
       lags: generationLags(listing.items, now, thresholds.lagMs),

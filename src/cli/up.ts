@@ -241,6 +241,7 @@ export async function up(argv: string[]): Promise<number> {
       kubernetesMinor,
       inflight,
       logger,
+      identityLease: true,
       // The built-in controllers, in process, as loopback clients of the API. They
       // campaign for the controller managers' Lease, so a separate
       // `setpoint controller-manager --leader-elect` can stand by beside them.

@@ -11,6 +11,13 @@
  * Failures a person can fix arrive as StartupError (errors.ts); the command line
  * turns them into one line naming the flag to change.
  */
+export {
+  IDENTITY_LABEL,
+  identityLeaseName,
+  RENEW_INTERVAL_MS as IDENTITY_RENEW_INTERVAL_MS,
+  STORAGE_ANNOTATION as APISERVER_STORAGE_ANNOTATION,
+  URL_ANNOTATION as APISERVER_URL_ANNOTATION,
+} from "./apiserver-identity.ts";
 export { CreatedFiles } from "./created-files.ts";
 export {
   ADMIN_TOKEN_FILE,

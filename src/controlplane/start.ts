@@ -25,6 +25,7 @@ import { type ControllerManager, createControllerManager } from "../controllers/
 import { DEFAULT_SERVICE_RANGES, type ServiceRanges } from "../registry/builtin/index.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { Store } from "../storage/store.ts";
+import { ApiserverIdentity } from "./apiserver-identity.ts";
 import { CreatedFiles } from "./created-files.ts";
 import { type Credentials, dataDirCredentials, ephemeralCredentials } from "./credentials.ts";
 import { listenFailure } from "./errors.ts";
@@ -90,6 +91,11 @@ export interface ControlPlaneOptions {
   serviceRanges?: ServiceRanges;
   /** The apiserver's logger (default silent). */
   logger?: Logger;
+  /**
+   * Keep an apiserver identity Lease in kube-system (apiserver-identity.ts), as
+   * `setpoint up` does (default false).
+   */
+  identityLease?: boolean;
 }
 
 /** A running control plane. */
@@ -195,6 +201,18 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       address: /^\d+\.\d+\.\d+\.\d+$/.test(host) && host !== "0.0.0.0" ? host : "127.0.0.1",
       port: server.port,
     });
+
+    if (opts.identityLease) {
+      const storage = opts.storage ?? { backend: "sqlite" };
+      const identity = new ApiserverIdentity({
+        config: loopback,
+        url: server.url,
+        storage: storage.backend === "etcd" ? storage.endpoints.join(",") : storage.backend,
+        logger,
+      });
+      await identity.start();
+      stops.push(() => identity.stop());
+    }
 
     const kubeconfigPath = join(dir, KUBECONFIG_FILE);
     if (persistent && !existsSync(kubeconfigPath)) created.add(kubeconfigPath);

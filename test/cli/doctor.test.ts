@@ -78,6 +78,8 @@ describe("setpoint doctor on a quiet cluster", () => {
       expect(report.healthy).toBe(true);
       expect(report.checks.map((c) => [c.name, c.verdict])).toEqual([
         ["apiserver", "OK"],
+        ["apiservers", "OK"],
+        ["etcd", "OK"],
         ["controllers", "OK"],
         ["observedGeneration", "OK"],
         ["deletion", "OK"],

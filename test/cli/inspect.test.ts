@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import { applyJsonPatch } from "../../packages/api/src/patch/json.ts";
 import { parseTarget } from "../../src/cli/finalizers.ts";
 import {
+  apiserverIdentities,
   attributeFinalizer,
   clearPatch,
   controllerLeases,
@@ -21,6 +22,7 @@ import {
   describeHandling,
   describeIdentity,
   diagnose,
+  etcdEndpointsOf,
   formatAge,
   generationLags,
   HOT_LOOP_MIN_WRITES,
@@ -676,7 +678,82 @@ describe("output", () => {
     expect(notReady.checks[0]).toMatchObject({ name: "apiserver", verdict: "FAIL" });
     const leases = controllerLeases([lease("dead", { holder: "p", renewedAgoMs: 100_000 })], NOW);
     const dead = diagnose({ ...facts, leases }, t, new Date(NOW));
-    expect(dead.checks[1]).toMatchObject({ name: "controllers", verdict: "FAIL" });
+    expect(dead.checks.find((c) => c.name === "controllers")).toMatchObject({ verdict: "FAIL" });
     expect(renderReport(dead)).toContain("[FAIL] Controllers");
+  });
+
+  it("lists every apiserver by its identity Lease, and judges etcd members by quorum", () => {
+    const identity = (name: string, url: string, storage: string, renewedAgoMs: number) => {
+      const l = lease(name, { holder: `${name}_x`, renewedAgoMs, seconds: 3600 });
+      l.metadata.labels = { "apiserver.kubernetes.io/identity": "kube-apiserver" };
+      l.metadata.annotations = {
+        "setpoint.dev/apiserver-url": url,
+        "setpoint.dev/storage": storage,
+      };
+      return l;
+    };
+    const leases = [
+      identity("apiserver-b", "https://127.0.0.1:2", "http://e1,http://e2", 60_000),
+      identity("apiserver-a", "https://127.0.0.1:1", "http://e2,http://e3", 3_000),
+      lease("setpoint-controller-manager", { holder: "cm-1", renewedAgoMs: 1_000 }),
+    ];
+    const apiservers = apiserverIdentities(leases, NOW);
+    expect(apiservers.map((a) => [a.url, a.state])).toEqual([
+      ["https://127.0.0.1:1", "renewing"],
+      ["https://127.0.0.1:2", "stale"],
+    ]);
+    expect(etcdEndpointsOf(apiservers)).toEqual(["http://e1", "http://e2", "http://e3"]);
+    // Identity Leases are not controllers' leader Leases.
+    expect(controllerLeases(leases, NOW).map((l) => l.name)).toEqual([
+      "setpoint-controller-manager",
+    ]);
+
+    const facts: DoctorFacts = {
+      server: {
+        url: "https://127.0.0.1:1",
+        version: "v1.32.0",
+        livez: { code: 200, body: "ok" },
+        readyz: { code: 200, body: "ok" },
+        latencyMs: 3,
+      },
+      apiservers,
+      leases: [],
+      deleting: [],
+      lags: [],
+      hotLoops: [],
+      hotKeys: [],
+      sampledMs: 0,
+      warnings: [],
+      unreadable: [],
+    };
+    const t = { lagMs: 300_000, stuckMs: 600_000, hotLoopRate: 1, warningWindowMs: 900_000 };
+    const member = (endpoint: string, healthy: boolean, leader = false) => ({
+      endpoint,
+      healthy,
+      leader,
+      version: "3.4.23",
+      raftTerm: 2,
+      ...(healthy ? {} : { error: "ECONNREFUSED" }),
+    });
+    const check = (etcd: ReturnType<typeof member>[]) => {
+      const r = diagnose({ ...facts, etcd }, t, new Date(NOW));
+      return r.checks.find((c) => c.name === "etcd");
+    };
+    const byName = (name: string) =>
+      diagnose(facts, t, new Date(NOW)).checks.find((c) => c.name === name);
+    expect(byName("apiservers")).toMatchObject({ verdict: "WARN" });
+    expect(byName("apiservers")?.lines[1]).toContain("not renewed for 1m");
+    expect(byName("etcd")).toMatchObject({ verdict: "OK", summary: "no etcd in use" });
+    expect(check([member("a", true, true), member("b", true), member("c", true)])).toMatchObject({
+      verdict: "OK",
+      summary: "3 of 3 members healthy; leader a",
+    });
+    expect(check([member("a", true, true), member("b", true), member("c", false)])?.verdict).toBe(
+      "WARN",
+    );
+    expect(check([member("a", true), member("b", false), member("c", false)])).toMatchObject({
+      verdict: "FAIL",
+      summary: "1 of 3 members healthy: no quorum, writes fail; leader unknown",
+    });
   });
 });

@@ -7,7 +7,9 @@
  * renders. docs/doctor.md describes each check and its thresholds.
  */
 
+import type { ApiserverInfo } from "./apiservers.ts";
 import { formatAge } from "./duration.ts";
+import type { EtcdMemberFacts } from "./etcd-members.ts";
 import type { HotKey, HotLoop } from "./hot-loop.ts";
 import type { GenerationLag } from "./lag.ts";
 import type { LeaseInfo } from "./leases.ts";
@@ -35,6 +37,10 @@ export interface ServerFacts {
 /** Everything doctor gathered. */
 export interface DoctorFacts {
   server: ServerFacts;
+  /** Every apiserver with an identity Lease. */
+  apiservers?: ApiserverInfo[];
+  /** The etcd members the apiservers use (undefined: no etcd). */
+  etcd?: EtcdMemberFacts[];
   leases: LeaseInfo[];
   /** Every object in deletion, however recent. */
   deleting: StuckObject[];
@@ -97,6 +103,46 @@ function apiserverCheck(s: ServerFacts): Check {
     summary: `${s.url}${s.version ? ` (${s.version})` : ""}: ${health}, answered in ${Math.round(s.latencyMs)}ms`,
     lines: [],
     items: [s],
+  };
+}
+
+function apiserversCheck(apiservers: ApiserverInfo[]): Check {
+  const stale = apiservers.filter((a) => a.state === "stale");
+  const lines = apiservers.map((a) =>
+    a.state === "renewing"
+      ? `OK    ${a.url || a.lease}: identity Lease ${a.lease} renewed ${formatAge(a.renewedAgoMs)} ago`
+      : `WARN  ${a.url || a.lease}: identity Lease ${a.lease} not renewed for ${formatAge(a.renewedAgoMs)}: stopped or cut off from its storage`,
+  );
+  return {
+    name: "apiservers",
+    verdict: stale.length > 0 ? "WARN" : "OK",
+    summary:
+      apiservers.length === 0
+        ? "no apiserver identity Leases"
+        : `${plural(apiservers.length, "apiserver")}, ${apiservers.length - stale.length} renewing ${apiservers.length - stale.length === 1 ? "its" : "their"} identity Lease`,
+    lines,
+    items: apiservers,
+  };
+}
+
+function etcdCheck(members: EtcdMemberFacts[] | undefined): Check {
+  if (members === undefined || members.length === 0) {
+    return { name: "etcd", verdict: "OK", summary: "no etcd in use", lines: [], items: [] };
+  }
+  const healthy = members.filter((m) => m.healthy);
+  const leader = members.find((m) => m.leader);
+  const quorum = healthy.length > members.length / 2;
+  const lines = members.map((m) =>
+    m.healthy
+      ? `OK    ${m.endpoint}: healthy, etcd ${m.version}${m.leader ? ", leader" : ""} (term ${m.raftTerm})`
+      : `FAIL  ${m.endpoint}: ${m.error ?? "unhealthy"}`,
+  );
+  return {
+    name: "etcd",
+    verdict: !quorum ? "FAIL" : healthy.length < members.length ? "WARN" : "OK",
+    summary: `${healthy.length} of ${plural(members.length, "member")} healthy${quorum ? "" : ": no quorum, writes fail"}; leader ${leader ? leader.endpoint : "unknown"}`,
+    lines,
+    items: members,
   };
 }
 
@@ -261,6 +307,8 @@ function coverageCheck(unreadable: DoctorFacts["unreadable"]): Check {
 export function diagnose(facts: DoctorFacts, t: DoctorThresholds, now: Date): DoctorReport {
   const checks = [
     apiserverCheck(facts.server),
+    apiserversCheck(facts.apiservers ?? []),
+    etcdCheck(facts.etcd),
     controllersCheck(facts.leases),
     generationCheck(facts.lags, t),
     deletionCheck(facts.deleting, t),
@@ -302,6 +350,8 @@ export function unreachableReport(
 
 const TITLES: Record<string, string> = {
   apiserver: "API server",
+  apiservers: "Apiservers",
+  etcd: "etcd",
   controllers: "Controllers",
   observedGeneration: "Spec rollout",
   deletion: "Deletion",
