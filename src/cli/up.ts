@@ -52,6 +52,9 @@ Flags:
   --listen HOST:PORT          address to serve on (default 127.0.0.1:6443; port 0 picks one)
   --tls-san NAME,...          extra DNS names or IPs for the serving certificate
   --token-auth-file FILE      more bearer tokens: CSV lines token,user,uid[,"group1,group2"]
+  --client-ca-file FILE       more CAs (PEM) whose client certificates authenticate: the
+                              subject's CN is the user, each O a group (the data dir's CA
+                              always does; the kubeconfig's admin presents one it signed)
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
   --max-requests-inflight N   read-only requests served at once; more get 429 with Retry-After
                               (default 400; 0: no limit; watches do not count)
@@ -97,6 +100,7 @@ const UP_OPTIONS = {
   listen: { type: "string", default: "127.0.0.1:6443" },
   "tls-san": { type: "string", default: "" },
   "token-auth-file": { type: "string" },
+  "client-ca-file": { type: "string" },
   "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
   "max-requests-inflight": { type: "string" },
   "max-mutating-requests-inflight": { type: "string" },
@@ -217,6 +221,21 @@ export async function up(argv: string[]): Promise<number> {
     }
   }
 
+  let clientCaCerts: string[] | undefined;
+  const clientCaFile = values["client-ca-file"];
+  if (clientCaFile !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(clientCaFile, "utf8");
+    } catch (e) {
+      throw new UsageError(`--client-ca-file: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!text.includes("-----BEGIN CERTIFICATE-----")) {
+      throw new UsageError(`--client-ca-file: ${clientCaFile} holds no PEM certificate`);
+    }
+    clientCaCerts = [text];
+  }
+
   // Signals are taken from here on: one during the start lets the start finish (or
   // fail and clean up) and then stops, so an interrupted first start does not leave
   // a half-made data dir. A second one has the default effect and ends the process.
@@ -240,6 +259,7 @@ export async function up(argv: string[]): Promise<number> {
       extraTokens,
       kubernetesMinor,
       inflight,
+      ...(clientCaCerts ? { clientCaCerts } : {}),
       logger,
       identityLease: true,
       // The built-in controllers, in process, as loopback clients of the API. They

@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { generateToken, loadOrCreateToken } from "../apiserver/server/auth.ts";
 import {
+  CLIENT_CERT_FILES,
   generateTlsMaterial,
   loadOrCreateTlsMaterial,
   TLS_FILES,
@@ -41,7 +42,7 @@ export async function dataDirCredentials(
     return existsSync(path) ? [] : [path];
   };
   // Recorded before they are written, so a write that fails half-way is taken back too.
-  created.add(...Object.values(TLS_FILES).flatMap(fresh));
+  created.add(...[...Object.values(TLS_FILES), ...Object.values(CLIENT_CERT_FILES)].flatMap(fresh));
   const tls = await loadOrCreateTlsMaterial(dir, hosts);
   created.add(...fresh(ADMIN_TOKEN_FILE));
   const adminToken = await loadOrCreateToken(join(dir, ADMIN_TOKEN_FILE));

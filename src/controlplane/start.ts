@@ -85,6 +85,8 @@ export interface ControlPlaneOptions {
   connections?: Partial<ConnectionLimits>;
   /** Requests worked on at once, reads and writes apart (default Kubernetes' 400 and 200). */
   inflight?: Partial<InflightLimits>;
+  /** More CAs (PEM) whose client certificates authenticate (--client-ca-file). */
+  clientCaCerts?: string[];
   /** The built-in controllers, in process as loopback clients; false or absent: none. */
   controllers?: false | ControllerOptions;
   /** The ranges Services' cluster IPs and node ports come from (default 127.100.0.0/16, 30000-32767). */
@@ -175,6 +177,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(opts.limits ? { limits: opts.limits } : {}),
         ...(opts.connections ? { connections: opts.connections } : {}),
         ...(opts.inflight ? { inflight: opts.inflight } : {}),
+        ...(opts.clientCaCerts ? { clientCaCerts: opts.clientCaCerts } : {}),
         storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
         ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
@@ -220,6 +223,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       server: server.url,
       ...(creds.tls ? { caCert: creds.tls.caCert } : {}),
       ...(creds.adminToken ? { token: creds.adminToken } : {}),
+      ...(creds.adminToken && creds.tls?.admin ? { clientCertificate: creds.tls.admin } : {}),
     });
 
     let controllers: ControllerManager | undefined;

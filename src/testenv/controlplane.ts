@@ -32,6 +32,8 @@ export interface ControlPlaneOptions {
   connections?: Partial<ConnectionLimits>;
   /** Requests served at once, reads and writes apart (default Kubernetes' 400 and 200). */
   inflight?: Partial<InflightLimits>;
+  /** More CAs (PEM) whose client certificates authenticate. */
+  clientCaCerts?: string[];
   /** Types served (default the built-ins). */
   registry?: Registry;
   /** The store's background compaction (default on; off for a test that compacts itself). */
@@ -62,6 +64,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.inflight ? { inflight: opts.inflight } : {}),
+    ...(opts.clientCaCerts ? { clientCaCerts: opts.clientCaCerts } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
     ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
   });

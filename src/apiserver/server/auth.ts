@@ -10,6 +10,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
 import {
   SERVICE_ACCOUNTS_GROUP,
   ServiceAccountTokens,
@@ -52,6 +53,29 @@ export function bearerToken(req: IncomingMessage): string | undefined {
   if (!header) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1] : undefined;
+}
+
+/** The extended key usage a client certificate must allow (TLS Web Client Authentication). */
+const CLIENT_AUTH_USAGE = "1.3.6.1.5.5.7.3.2";
+
+/**
+ * Authenticates the TLS client certificate of a request, once the server has
+ * verified it against its client CAs, as Kubernetes does: the subject's CN is the
+ * user and each O a group; a certificate not meant for client authentication is
+ * not accepted.
+ */
+export class ClientCertificateAuthenticator implements Authenticator {
+  authenticate(req: IncomingMessage): UserInfo | undefined {
+    const socket = req.socket as TLSSocket;
+    if (!socket.encrypted || !socket.authorized) return undefined;
+    const cert = socket.getPeerCertificate();
+    const name = cert?.subject?.CN;
+    if (typeof name !== "string" || name === "") return undefined;
+    if (!(cert.ext_key_usage ?? []).includes(CLIENT_AUTH_USAGE)) return undefined;
+    const o: unknown = cert.subject.O;
+    const groups = (Array.isArray(o) ? o : o === undefined ? [] : [o]).map(String);
+    return { name, groups };
+  }
 }
 
 /** Authenticates `Authorization: Bearer <token>` against a fixed table of tokens. */

@@ -1,7 +1,9 @@
 /**
- * The apiserver's TLS material: a self-signed CA and a serving certificate it
- * signs, generated on first start and kept in the data dir, so kubectl (which only
- * sends bearer tokens over https) can verify the server with the CA alone.
+ * The apiserver's TLS material: a self-signed CA, a serving certificate it signs,
+ * and a client certificate for the admin (CN `admin`, O `system:masters`), generated
+ * on first start and kept in the data dir with the CA's key (so more client
+ * certificates can be signed), so kubectl verifies the server with the CA alone and
+ * may present either the admin token or the certificate.
  *
  * Keys are ECDSA P-256 (generated in about a millisecond, so a first start stays
  * fast); certificates are built with @peculiar/x509 on Node's WebCrypto.
@@ -19,6 +21,8 @@ export interface TlsMaterial {
   cert: string;
   /** PEM of the serving key (PKCS#8). */
   key: string;
+  /** The admin's client certificate (absent in a data dir made before there were any). */
+  admin?: KeyAndCert;
 }
 
 /** A certificate and its private key, both PEM. */
@@ -29,6 +33,8 @@ export interface KeyAndCert {
 
 export interface IssueOptions {
   commonName: string;
+  /** Organizations (O) of the subject: a client certificate's groups. */
+  organizations?: string[];
   /** Signed by this certificate authority; self-signed when absent. */
   issuer?: KeyAndCert;
   /** A certificate authority (may sign others). */
@@ -112,7 +118,9 @@ export async function issueCertificate(opts: IssueOptions): Promise<KeyAndCert> 
   const cert = await lib.X509CertificateGenerator.create({
     // Positive serial: first hex digit below 8.
     serialNumber: `0${randomBytes(15).toString("hex")}`,
-    subject: `CN=${opts.commonName}`,
+    subject: [`CN=${opts.commonName}`, ...(opts.organizations ?? []).map((o) => `O=${o}`)].join(
+      ", ",
+    ),
     issuer: issuerName,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + (opts.validityDays ?? CERT_VALIDITY_DAYS) * 86_400_000),
@@ -132,6 +140,11 @@ export async function issueCertificate(opts: IssueOptions): Promise<KeyAndCert> 
  * addresses; localhost, 127.0.0.1 and ::1 are always included).
  */
 export async function generateTlsMaterial(hosts: string[] = []): Promise<TlsMaterial> {
+  return (await generateWithCa(hosts)).tls;
+}
+
+/** The material of generateTlsMaterial, and the CA that signed it. */
+async function generateWithCa(hosts: string[]): Promise<{ tls: TlsMaterial; ca: KeyAndCert }> {
   const ca = await issueCertificate({ commonName: "setpoint-ca", ca: true });
   const server = await issueCertificate({
     commonName: "setpoint-apiserver",
@@ -139,11 +152,32 @@ export async function generateTlsMaterial(hosts: string[] = []): Promise<TlsMate
     serverAuth: true,
     hosts: ["localhost", "127.0.0.1", "::1", ...hosts],
   });
-  return { caCert: ca.cert, cert: server.cert, key: server.key };
+  const admin = await issueAdmin(ca);
+  return { tls: { caCert: ca.cert, cert: server.cert, key: server.key, admin }, ca };
 }
+
+/** The admin's client certificate, signed by `ca`. */
+function issueAdmin(ca: KeyAndCert): Promise<KeyAndCert> {
+  return issueCertificate({
+    commonName: ADMIN_USER_NAME,
+    organizations: [ADMIN_GROUP],
+    issuer: ca,
+    clientAuth: true,
+  });
+}
+
+/** Who the admin's client certificate names: the admin user, in system:masters. */
+export const ADMIN_USER_NAME = "admin";
+export const ADMIN_GROUP = "system:masters";
 
 /** The files loadOrCreateTlsMaterial keeps in its dir. */
 export const TLS_FILES = { caCert: "ca.crt", cert: "apiserver.crt", key: "apiserver.key" } as const;
+/** Kept beside them since client certificates: the CA's key and the admin's certificate. */
+export const CLIENT_CERT_FILES = {
+  caKey: "ca.key",
+  adminCert: "admin.crt",
+  adminKey: "admin.key",
+} as const;
 
 /**
  * Loads the TLS material kept in `dir`, generating and saving it on first use.
@@ -158,18 +192,40 @@ export async function loadOrCreateTlsMaterial(
     cert: join(dir, TLS_FILES.cert),
     key: join(dir, TLS_FILES.key),
   };
+  const client = {
+    caKey: join(dir, CLIENT_CERT_FILES.caKey),
+    adminCert: join(dir, CLIENT_CERT_FILES.adminCert),
+    adminKey: join(dir, CLIENT_CERT_FILES.adminKey),
+  };
   if (existsSync(paths.caCert) && existsSync(paths.cert) && existsSync(paths.key)) {
     const [caCert, cert, key] = await Promise.all([
       readFile(paths.caCert, "utf8"),
       readFile(paths.cert, "utf8"),
       readFile(paths.key, "utf8"),
     ]);
-    return { caCert, cert, key };
+    if (existsSync(client.adminCert) && existsSync(client.adminKey)) {
+      const [adminCert, adminKey] = await Promise.all([
+        readFile(client.adminCert, "utf8"),
+        readFile(client.adminKey, "utf8"),
+      ]);
+      return { caCert, cert, key, admin: { cert: adminCert, key: adminKey } };
+    }
+    // A data dir from before client certificates: without the CA's key, none can be signed.
+    if (!existsSync(client.caKey)) return { caCert, cert, key };
+    const admin = await issueAdmin({ cert: caCert, key: await readFile(client.caKey, "utf8") });
+    await writeFile(client.adminCert, admin.cert, { mode: 0o644 });
+    await writeFile(client.adminKey, admin.key, { mode: 0o600 });
+    return { caCert, cert, key, admin };
   }
-  const tls = await generateTlsMaterial(hosts);
+  const { tls, ca } = await generateWithCa(hosts);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFile(paths.caCert, tls.caCert, { mode: 0o644 });
+  await writeFile(client.caKey, ca.key, { mode: 0o600 });
   await writeFile(paths.cert, tls.cert, { mode: 0o644 });
   await writeFile(paths.key, tls.key, { mode: 0o600 });
+  if (tls.admin) {
+    await writeFile(client.adminCert, tls.admin.cert, { mode: 0o644 });
+    await writeFile(client.adminKey, tls.admin.key, { mode: 0o600 });
+  }
   return tls;
 }

@@ -30,6 +30,7 @@ import { ServiceAccountTokens } from "../tokens/index.ts";
 import {
   ANONYMOUS_ADMIN,
   type Authenticator,
+  ClientCertificateAuthenticator,
   generateToken,
   isPublicPath,
   ServiceAccountTokenAuthenticator,
@@ -65,6 +66,11 @@ export interface ApiServerOptions {
   port?: number;
   /** Serve https with this material; plain http when absent. */
   tls?: TlsMaterial;
+  /**
+   * More CAs (PEM) whose client certificates authenticate, beside `tls.caCert`
+   * (kube-apiserver's --client-ca-file).
+   */
+  clientCaCerts?: string[];
   /**
    * Who may call; when absent every request is served as an anonymous admin. When
    * present, ServiceAccount tokens are accepted too.
@@ -172,9 +178,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       handler?.serviceAccountUid(ns, name),
     );
     const outer = authenticator;
+    // A verified client certificate first, then bearer tokens, as kube-apiserver orders them.
+    const certificates = opts.tls ? new ClientCertificateAuthenticator() : undefined;
     authenticator = {
       authenticate: (req) =>
-        outer.authenticate(req) ?? loopback.authenticate(req) ?? accounts.authenticate(req),
+        certificates?.authenticate(req) ??
+        outer.authenticate(req) ??
+        loopback.authenticate(req) ??
+        accounts.authenticate(req),
     };
     // TokenReview: the tokens a client may present (the process's own is not one).
     reviewToken = (token, audiences) => {
@@ -364,6 +375,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         {
           cert: opts.tls.cert,
           key: opts.tls.key,
+          // Client certificates are asked for and verified against the client CAs, never
+          // required: a client without one authenticates with a token.
+          requestCert: true,
+          rejectUnauthorized: false,
+          ca: [opts.tls.caCert, ...(opts.clientCaCerts ?? [])],
           connectionsCheckingInterval,
           handshakeTimeout: handshakeTimeoutMs(connections),
         },

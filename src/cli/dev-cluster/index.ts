@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import type { Node } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import type { Logger } from "pino";
-import { TLS_FILES } from "../../apiserver/server/certs.ts";
+import { CLIENT_CERT_FILES, TLS_FILES } from "../../apiserver/server/certs.ts";
 import {
   ADMIN_TOKEN_FILE,
   CreatedFiles,
@@ -254,7 +254,12 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
   const apiDirs = layout.apiservers.map((_, i) => join(dir, `apiserver-${i}`));
   for (const d of apiDirs) mkdirSync(d, { recursive: true, mode: 0o700 });
   const creds = await dataDirCredentials(apiDirs[0], ["127.0.0.1"], new CreatedFiles());
-  const shared = [...Object.values(TLS_FILES), ADMIN_TOKEN_FILE, SERVICE_ACCOUNT_KEY_FILE];
+  const shared = [
+    ...Object.values(TLS_FILES),
+    ...Object.values(CLIENT_CERT_FILES),
+    ADMIN_TOKEN_FILE,
+    SERVICE_ACCOUNT_KEY_FILE,
+  ];
   for (const d of apiDirs.slice(1)) {
     for (const f of shared)
       if (!existsSync(join(d, f))) copyFileSync(join(apiDirs[0], f), join(d, f));
