@@ -3,7 +3,8 @@
  * WebhookServer over TLS: a validating webhook refuses, warns and is told about
  * dry runs; a mutating webhook's JSON patch is stored; namespace and object
  * selectors pick the writes; failurePolicy decides for a webhook that cannot be
- * reached or is too slow; DELETE is admitted too; a webhook reached through a
+ * reached or is too slow; matchConditions (CEL) narrow the writes a webhook is
+ * called for; DELETE is admitted too; a webhook reached through a
  * Service's endpoints; and the configurations are validated and listed as
  * Kubernetes does.
  */
@@ -274,6 +275,112 @@ webhooks:
     await kubectl.ok(["apply", "-f", "-"], { input: config("Ignore") });
     await kubectl.ok(["create", "secret", "generic", "s2", "-n", "unchecked"]);
     await kubectl.ok(["delete", "validatingwebhookconfiguration", "gone"]);
+  });
+
+  it("calls a webhook only when all its matchConditions hold, and applies failurePolicy to one that errors", async () => {
+    // The /validate webhook refuses data key "forbidden"; its conditions skip what they leave out.
+    const config = (
+      conditions: string,
+      policy = "Fail",
+    ) => `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: conditional}
+webhooks:
+- name: conditional.example.com
+  clientConfig: {url: "${hooks.url("/validate")}", caBundle: ${caBundle}}
+  rules:
+  - {operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}
+  failurePolicy: ${policy}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  matchConditions:
+${conditions}
+`;
+    await kubectl.ok(["apply", "-f", "-"], {
+      input: config(`  - name: not-exempt
+    expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"
+  - name: creates-only
+    expression: "request.operation == 'CREATE'"`),
+    });
+    const denied = await kubectl.fails([
+      "create",
+      "configmap",
+      "mc-1",
+      "-n",
+      "unchecked",
+      "--from-literal=forbidden=1",
+    ]);
+    expect(denied.stderr).toContain(
+      'admission webhook "conditional.example.com" denied the request: key forbidden is not allowed',
+    );
+    await kubectl.ok(["apply", "-f", "-"], {
+      input: `apiVersion: v1
+kind: ConfigMap
+metadata: {name: mc-2, namespace: unchecked, labels: {exempt: "yes"}}
+data: {forbidden: "1"}
+`,
+    });
+    expect(seen.some((r) => r.name === "mc-2")).toBe(false);
+    // An update is not a create: the webhook is not called.
+    await kubectl.ok([
+      "patch",
+      "configmap",
+      "mc-2",
+      "-n",
+      "unchecked",
+      "--type=json",
+      "-p",
+      '[{"op":"remove","path":"/metadata/labels"}]',
+    ]);
+    expect(seen.some((r) => r.name === "mc-2")).toBe(false);
+    // A condition that cannot be evaluated fails the write closed under Fail...
+    const erroring = `  - name: reads-a-missing-key
+    expression: "object.data.nothing == 'x'"`;
+    await kubectl.ok(["apply", "-f", "-"], { input: config(erroring) });
+    const closed = await kubectl.fails(["create", "configmap", "mc-3", "-n", "unchecked"]);
+    expect(closed.stderr).toContain(
+      "Internal error occurred: failed calling webhook \"conditional.example.com\": failed evaluating match conditions, failing closed: expression 'reads-a-missing-key' resulted in error:",
+    );
+    // ...and skips the webhook under Ignore.
+    await kubectl.ok(["apply", "-f", "-"], { input: config(erroring, "Ignore") });
+    await kubectl.ok([
+      "create",
+      "configmap",
+      "mc-4",
+      "-n",
+      "unchecked",
+      "--from-literal=forbidden=1",
+    ]);
+    await kubectl.ok(["delete", "validatingwebhookconfiguration", "conditional"]);
+  });
+
+  it("refuses matchConditions that do not compile to a bool, or repeat a name", async () => {
+    const r = await kubectl.fails(["apply", "-f", "-"], {
+      input: `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: bad-conditions}
+webhooks:
+- name: bad.example.com
+  clientConfig: {url: "https://127.0.0.1:1/x", caBundle: ${caBundle}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  matchConditions:
+  - {name: syntax, expression: "object.metadata.name =="}
+  - {name: text, expression: "'not a bool'"}
+  - {name: text, expression: "true"}
+  - {name: "-bad-", expression: "true"}
+`,
+    });
+    expect(r.stderr).toContain(
+      'webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name ==": compilation failed: ERROR: <input>:1:',
+    );
+    expect(r.stderr).toContain(
+      `webhooks[0].matchConditions[1].expression: Invalid value: "'not a bool'": must evaluate to bool`,
+    );
+    expect(r.stderr).toContain('webhooks[0].matchConditions[2].name: Duplicate value: "text"');
+    expect(r.stderr).toContain(
+      'webhooks[0].matchConditions[3].name: Invalid value: "-bad-": name part must consist of',
+    );
   });
 
   it("gives up on a webhook after its timeout", async () => {

@@ -5,7 +5,7 @@
  * in order.
  */
 import type { KubeObject } from "@setpoint/api";
-import { ADMISSION_GROUP } from "../../registry/builtin/admission/index.ts";
+import { ADMISSION_GROUP, type MatchCondition } from "../../registry/builtin/admission/index.ts";
 import type { Registry } from "../../registry/registry.ts";
 import type { WatchCache } from "../watchcache/watch-cache.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
@@ -42,6 +42,8 @@ export interface Webhook {
   timeoutSeconds?: number;
   admissionReviewVersions?: string[];
   reinvocationPolicy?: "Never" | "IfNeeded";
+  /** CEL conditions that must all hold for the webhook to be called. */
+  matchConditions?: MatchCondition[];
 }
 
 /** A webhook with the configuration that declares it. */

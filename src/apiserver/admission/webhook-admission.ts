@@ -11,6 +11,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { applyJsonPatch, errors, type KubeObject, type Status, StatusError } from "@setpoint/api";
+import { evaluateMatchConditions } from "../../registry/builtin/admission/index.ts";
 import type { Registry } from "../../registry/registry.ts";
 import { objectKey } from "../../registry/storage-keys.ts";
 import type { Admission, AdmissionAttributes, StoreContext } from "../store/scope.ts";
@@ -192,7 +193,22 @@ export class WebhookAdmission implements Admission {
     if (!objectMatches(w, a)) return undefined;
     if (ctx.def.namespaced && a.namespace)
       a.namespaceLabels = await this.#namespaceLabels(a.namespace);
-    return namespaceMatches(w, a) ? version : undefined;
+    if (!namespaceMatches(w, a)) return undefined;
+    if (!w.matchConditions?.length) return version;
+    const request = this.#request(ctx, attrs, version, "");
+    const verdict = evaluateMatchConditions(w.matchConditions, {
+      object: request.object,
+      oldObject: request.oldObject,
+      request,
+    });
+    if ("error" in verdict) {
+      if (w.failurePolicy === "Ignore") return undefined;
+      throw callFailed(
+        w.name,
+        `failed evaluating match conditions, failing closed: ${verdict.error}`,
+      );
+    }
+    return verdict.call ? version : undefined;
   }
 
   async #namespaceLabels(namespace: string): Promise<Record<string, string>> {

@@ -1,8 +1,16 @@
 /**
  * Admission registration (admissionregistration.k8s.io/v1): the webhook
  * configurations that tell the apiserver which webhooks to call on which
- * writes (webhook-configurations.ts).
+ * writes (webhook-configurations.ts), and the CEL matchConditions that narrow
+ * them (match-conditions.ts).
  */
+export {
+  evaluateMatchConditions,
+  MAX_MATCH_CONDITIONS,
+  type MatchCondition,
+  type MatchVerdict,
+  validateMatchConditions,
+} from "./match-conditions.ts";
 export {
   ADMISSION_GROUP,
   mutatingWebhookConfigurationDefinition,

@@ -12,6 +12,7 @@ import type { PrinterColumn, ResourceDefinition } from "../../types.ts";
 import { field } from "../build.ts";
 import { invalid, notSupported, required } from "../causes.ts";
 import { workloadDefinition } from "../workloads/define.ts";
+import { validateMatchConditions } from "./match-conditions.ts";
 
 export const ADMISSION_GROUP = "admissionregistration.k8s.io";
 
@@ -130,6 +131,7 @@ function validateWebhook(w: Obj, at: string, mutating: boolean): StatusCause[] {
   causes.push(
     ...validateClientConfig((w.clientConfig as Obj | undefined) ?? {}, `${at}.clientConfig`),
   );
+  causes.push(...validateMatchConditions(w.matchConditions, `${at}.matchConditions`));
   return causes;
 }
 

@@ -33,13 +33,21 @@ export function baseEnvironment(): Environment {
  * every expression node it evaluates counts one against the running meter.
  */
 export function environmentFor(selfType: string, oldType: string): Environment {
-  const key = `${selfType}|${oldType}`;
+  return meteredEnvironment({ self: selfType, oldSelf: oldType });
+}
+
+/**
+ * An environment with `variables` (name → CEL type) declared, whose evaluator is
+ * metered: every expression node it evaluates counts one against the running meter.
+ */
+export function meteredEnvironment(variables: Record<string, string>): Environment {
+  const key = Object.entries(variables)
+    .map(([name, type]) => `${name}:${type}`)
+    .join("|");
   const hit = environments.get(key);
   if (hit) return hit;
-  const env = baseEnvironment()
-    .clone()
-    .registerVariable("self", selfType)
-    .registerVariable("oldSelf", oldType);
+  let env = baseEnvironment().clone();
+  for (const [name, type] of Object.entries(variables)) env = env.registerVariable(name, type);
   probed = undefined;
   env.evaluate("__setpointMeterProbe()", {});
   const ev = probed as Evaluator | undefined;

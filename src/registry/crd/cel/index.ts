@@ -19,7 +19,7 @@
  * whose work grows with their input count their input size.
  */
 export { compileSchemaRules, parseRuleFieldPath } from "./compile.ts";
-export { celType } from "./environment.ts";
+export { celType, meteredEnvironment } from "./environment.ts";
 export { validateRules } from "./evaluate.ts";
 export {
   COST_BUDGET_MESSAGE,
@@ -30,7 +30,8 @@ export {
   STATIC_RULE_COST_LIMIT,
   STATIC_SCHEMA_COST_LIMIT,
 } from "./limits.ts";
-export { ruleValue } from "./messages.ts";
+export { errorOffset, errorSummary, formatCompileError, ruleValue } from "./messages.ts";
+export { type CostMeter, withMeter } from "./meter.ts";
 export { ESCAPED_NAMES_CACHE_SIZE, escapeCelName } from "./names.ts";
 export type { CelCompilation, CelNode, CelPick, CompiledRule } from "./types.ts";
 export { toCel } from "./values.ts";
