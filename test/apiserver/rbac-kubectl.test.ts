@@ -408,6 +408,31 @@ describe("TokenReview", () => {
     expect(empty.stderr).toContain("token is required for TokenReview in authentication");
   });
 
+  it("reviews a token bound to a Secret until the Secret is gone (kubectl create token --bound-object-kind)", async () => {
+    await admin.ok(["create", "secret", "generic", "bound-to", "-n", "team-a"]);
+    const bound = (
+      await admin.ok([
+        "create",
+        "token",
+        "tenant",
+        "-n",
+        "team-a",
+        "--bound-object-kind=Secret",
+        "--bound-object-name=bound-to",
+      ])
+    ).trim();
+    expect((await create(admin, review(bound))).status.authenticated).toBe(true);
+    await admin.ok(["delete", "secret", "bound-to", "-n", "team-a"]);
+    const gone = await eventually(async () => {
+      const r = await create(admin, review(bound));
+      return r.status.authenticated ? undefined : r;
+    }, "the bound token refused");
+    expect(gone.status).toEqual({
+      user: {},
+      error: "[invalid bearer token, service account token has been invalidated]",
+    });
+  });
+
   it("may be asked by those bound to system:auth-delegator", async () => {
     const refused = await tenant.fails(["create", "-f", "-"], { input: review(tenantToken) });
     expect(refused.stderr).toContain(

@@ -2,7 +2,7 @@
  * `serviceaccounts/<name>/token` over real HTTPS with token authentication: the
  * TokenRequest in JSON and in the protobuf kubectl sends, its defaults and
  * validation, and the token it returns authenticating as the ServiceAccount until
- * the account is deleted or recreated.
+ * the account is deleted or recreated, or the Pod or Secret it is bound to is gone.
  */
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
@@ -201,16 +201,11 @@ describe("TokenRequest", () => {
     });
   });
 
-  it("refuses durations under 10 minutes or over 2^32 seconds, and binding (422)", async () => {
+  it("refuses durations under 10 minutes or over 2^32 seconds (422)", async () => {
     await createAccount("bounded");
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ expirationSeconds: 10 }, "spec.expirationSeconds", /less than 10 minutes/],
       [{ expirationSeconds: 2 ** 32 + 1 }, "spec.expirationSeconds", /larger than 2\^32/],
-      [
-        { boundObjectRef: { kind: "Secret", apiVersion: "v1", name: "s" } },
-        "spec.boundObjectRef",
-        /not supported/,
-      ],
     ];
     for (const [spec, fieldPath, message] of cases) {
       const r = await call("POST", `${SA_PATH}/bounded/token`, tokenRequest(spec));
@@ -235,6 +230,80 @@ describe("TokenRequest", () => {
     });
     expect(other.code).toBe(422);
     expect(other.body.details.causes[0].field).toBe("metadata.name");
+  });
+
+  it("binds a token to a Pod or Secret, which it lives only as long as", async () => {
+    await createAccount("runner");
+    const pod = await call("POST", `/api/v1/namespaces/${NS}/pods`, {
+      metadata: { name: "worker" },
+      spec: { serviceAccountName: "runner", containers: [{ name: "c", image: "hello" }] },
+    });
+    expect(pod.code, JSON.stringify(pod.body)).toBe(201);
+    const secret = await call("POST", `/api/v1/namespaces/${NS}/secrets`, {
+      metadata: { name: "session" },
+    });
+    expect(secret.code).toBe(201);
+    const bind = (ref: Record<string, unknown>) =>
+      call(
+        "POST",
+        `${SA_PATH}/runner/token`,
+        tokenRequest({ boundObjectRef: { apiVersion: "v1", ...ref } }),
+      );
+
+    const toPod = await bind({ kind: "Pod", name: "worker" });
+    expect(toPod.code, JSON.stringify(toPod.body)).toBe(201);
+    expect(toPod.body.spec.boundObjectRef).toEqual({
+      apiVersion: "v1",
+      kind: "Pod",
+      name: "worker",
+      uid: pod.body.metadata.uid,
+    });
+    const podToken: string = toPod.body.status.token;
+    expect((claims(podToken)["kubernetes.io"] as Record<string, unknown>).pod).toEqual({
+      name: "worker",
+      uid: pod.body.metadata.uid,
+    });
+    const toSecret = await bind({ kind: "Secret", name: "session", uid: secret.body.metadata.uid });
+    expect(toSecret.code).toBe(201);
+    const secretToken: string = toSecret.body.status.token;
+    expect((await whoami(podToken)).code).toBe(201);
+    expect((await whoami(secretToken)).code).toBe(201);
+
+    // Refused as kube-apiserver refuses them.
+    const wrongUid = await bind({ kind: "Secret", name: "session", uid: "not-its-uid" });
+    expect(wrongUid.code).toBe(409);
+    expect(wrongUid.body.message).toContain(
+      "the UID in the bound object reference (not-its-uid) does not match the UID in record",
+    );
+    expect((await bind({ kind: "Pod", name: "absent" })).code).toBe(404);
+    const node = await bind({ kind: "ConfigMap", name: "x" });
+    expect(node.code).toBe(400);
+    expect(node.body.message).toBe("cannot bind token to object of type /v1, Kind=ConfigMap");
+    await createAccount("other");
+    const otherAccount = await call(
+      "POST",
+      `${SA_PATH}/other/token`,
+      tokenRequest({ boundObjectRef: { apiVersion: "v1", kind: "Pod", name: "worker" } }),
+    );
+    expect(otherAccount.code).toBe(400);
+    expect(otherAccount.body.message).toBe(
+      'cannot bind token for serviceaccount "other" to pod running with different serviceaccount name.',
+    );
+
+    // Gone with the object (the Pod is deleted at once: it has no node).
+    expect((await call("DELETE", `/api/v1/namespaces/${NS}/secrets/session`)).code).toBe(200);
+    await eventually(
+      async () => ((await whoami(secretToken)).code === 401 ? true : undefined),
+      "the Secret's token refused",
+    );
+    expect((await whoami(podToken)).code).toBe(201);
+    expect(
+      (await call("DELETE", `/api/v1/namespaces/${NS}/pods/worker?gracePeriodSeconds=0`)).code,
+    ).toBe(200);
+    await eventually(
+      async () => ((await whoami(podToken)).code === 401 ? true : undefined),
+      "the Pod's token refused",
+    );
   });
 
   it("answers 400 for a malformed body or another kind", async () => {

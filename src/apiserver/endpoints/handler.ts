@@ -94,11 +94,15 @@ export interface ApiHandler {
   /** Objects and client watches per type, as the watch caches hold them (for metrics). */
   typeStats(): { resource: string; objects: number; watchers: number }[];
   /**
-   * The uid of the ServiceAccount `namespace/name` as the watch cache holds it;
-   * undefined when there is none, it is being deleted, or the cache is not primed
-   * yet (then nobody can tell). No storage read: cheap enough for every request.
+   * The uid of the ServiceAccount, Pod or Secret `namespace/name` as the watch cache
+   * holds it; undefined when there is none, it is being deleted, or the cache is not
+   * primed yet (then nobody can tell). No storage read: cheap enough for every request.
    */
-  serviceAccountUid(namespace: string, name: string): string | undefined;
+  liveUid(
+    plural: "serviceaccounts" | "pods" | "secrets",
+    namespace: string,
+    name: string,
+  ): string | undefined;
   /**
    * A resource store for the server's own reads and writes of `def`'s objects
    * (optionally one namespace's, or one object), as the system user.
@@ -214,8 +218,8 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       }));
     },
     systemStore,
-    serviceAccountUid(namespace, name) {
-      const def = ctx.registry.get("", "serviceaccounts");
+    liveUid(plural, namespace, name) {
+      const def = ctx.registry.get("", plural);
       if (!def || closed) return undefined;
       const entry = systemStore(def, namespace, name).cached();
       return entry ? accountUid(entry) : undefined;

@@ -2,8 +2,10 @@
  * POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token (`kubectl create
  * token`): the body, an authentication.k8s.io/v1 TokenRequest, is decoded,
  * defaulted (expirationSeconds 3600; audiences: the server's) and validated
- * (expirationSeconds from 10 minutes to 2^32 seconds; binding to an object is not
- * supported), the ServiceAccount read from storage (404 if it does not exist), and
+ * (expirationSeconds from 10 minutes to 2^32 seconds), the ServiceAccount read
+ * from storage (404 if it does not exist), the object a bound token is bound to (a
+ * Pod running as that ServiceAccount, or a Secret, in its namespace) looked up as
+ * Kubernetes looks it up (404 when absent, 409 when its uid is not the one named), and
  * the answer is 201 with the TokenRequest, its status carrying the token and when
  * it expires (a ServiceAccount being deleted still gets one, as in Kubernetes; the
  * authenticator refuses it). Nothing is stored; dryRun changes nothing since nothing would be
@@ -11,8 +13,9 @@
  */
 import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { invalid } from "../../registry/builtin/causes.ts";
+import { objectKey } from "../../registry/storage-keys.ts";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
-import type { ServiceAccountTokens } from "../tokens/index.ts";
+import type { BoundObject, ServiceAccountTokens } from "../tokens/index.ts";
 import type { RequestScope } from "./context.ts";
 import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
@@ -59,16 +62,74 @@ export async function createServiceAccountToken(
   const uid = account.metadata.uid;
   if (!uid) throw errors.internal(`serviceaccount ${namespace}/${name} has no uid`);
 
-  const spec = req.spec as { audiences?: string[]; expirationSeconds: number };
+  const spec = req.spec as {
+    audiences?: string[];
+    expirationSeconds: number;
+    boundObjectRef?: { apiVersion?: string; kind?: string; name?: string; uid?: string };
+  };
+  const bound = spec.boundObjectRef
+    ? await boundObject(scope, name, namespace, spec.boundObjectRef)
+    : undefined;
   const audiences = spec.audiences?.length ? spec.audiences : [...tokens.audiences];
   const now = new Date();
-  const issued = tokens.issue({ namespace, name, uid, audiences }, spec.expirationSeconds, now);
+  const issued = tokens.issue(
+    { namespace, name, uid, audiences, ...(bound ? { bound } : {}) },
+    spec.expirationSeconds,
+    now,
+  );
   const answer: KubeObject = {
     kind: kind.names.kind,
     apiVersion: bodyScope.apiVersion,
     metadata: { name, namespace, creationTimestamp: nowTimestamp(now) },
-    spec: { ...spec, audiences, expirationSeconds: spec.expirationSeconds },
+    spec: {
+      ...spec,
+      audiences,
+      expirationSeconds: spec.expirationSeconds,
+      ...(bound ? { boundObjectRef: { ...spec.boundObjectRef, uid: bound.uid } } : {}),
+    },
     status: { token: issued.token, expirationTimestamp: nowTimestamp(issued.expires) },
   };
   respondObject(bodyScope, 201, answer);
+}
+
+/** The Pod or Secret a token is to be bound to, as kube-apiserver checks it. */
+async function boundObject(
+  scope: RequestScope,
+  account: string,
+  namespace: string,
+  ref: { apiVersion?: string; kind?: string; name?: string; uid?: string },
+): Promise<BoundObject> {
+  const group = (ref.apiVersion ?? "").includes("/") ? (ref.apiVersion ?? "").split("/")[0] : "";
+  const kind = ref.kind ?? "";
+  const plural =
+    group === "" && kind === "Pod"
+      ? "pods"
+      : group === "" && kind === "Secret"
+        ? "secrets"
+        : undefined;
+  const def = plural ? scope.ctx.registry.get("", plural) : undefined;
+  if (!def || (kind !== "Pod" && kind !== "Secret")) {
+    // Go's GroupVersionKind.String(): "GROUP/VERSION, Kind=KIND" (the core group empty).
+    const gvk = `${group}/${(ref.apiVersion ?? "").split("/").pop()}, Kind=${kind}`;
+    throw errors.badRequest(`cannot bind token to object of type ${gvk}`);
+  }
+  const name = ref.name ?? "";
+  const cache = scope.ctx.caches.forDef(def);
+  await cache.ready();
+  const entry = cache.get(objectKey(def, namespace, name));
+  if (!entry) throw errors.notFound({ group: "", resource: def.names.plural, name });
+  const obj = JSON.parse(entry.json) as KubeObject & { spec?: { serviceAccountName?: string } };
+  if (kind === "Pod" && (obj.spec?.serviceAccountName ?? "") !== account) {
+    throw errors.badRequest(
+      `cannot bind token for serviceaccount ${JSON.stringify(account)} to pod running with different serviceaccount name.`,
+    );
+  }
+  const uid = obj.metadata.uid ?? "";
+  if (ref.uid && ref.uid !== uid) {
+    throw errors.conflict(
+      { group: "", resource: kind, name },
+      `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
+    );
+  }
+  return { kind, name, uid };
 }

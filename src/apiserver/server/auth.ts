@@ -103,6 +103,13 @@ export class TokenAuthenticator implements Authenticator {
  */
 export type ServiceAccountLookup = (namespace: string, name: string) => string | undefined;
 
+/** The uid of a Pod or Secret as the server knows it now (undefined as for ServiceAccounts). */
+export type BoundObjectLookup = (
+  kind: "Pod" | "Secret",
+  namespace: string,
+  name: string,
+) => string | undefined;
+
 /**
  * Authenticates ServiceAccount tokens: a bearer JWT whose signature, times and
  * audience `tokens` accepts, for a ServiceAccount that still exists with the uid
@@ -115,6 +122,7 @@ export class ServiceAccountTokenAuthenticator implements Authenticator {
   constructor(
     private readonly tokens: ServiceAccountTokens,
     private readonly lookup: ServiceAccountLookup,
+    private readonly boundLookup?: BoundObjectLookup,
   ) {}
   authenticate(req: IncomingMessage): UserInfo | undefined {
     const bearer = bearerToken(req);
@@ -149,6 +157,22 @@ export class ServiceAccountTokenAuthenticator implements Authenticator {
         audiences: [],
         error: `[invalid bearer token, service account ${namespace}/${name} (uid ${uid}) no longer exists]`,
       };
+    }
+    const bound = verdict.bound;
+    if (bound) {
+      const live = this.boundLookup?.(bound.kind, namespace, bound.name);
+      if (live === undefined) {
+        return {
+          audiences: [],
+          error: "[invalid bearer token, service account token has been invalidated]",
+        };
+      }
+      if (live !== bound.uid) {
+        return {
+          audiences: [],
+          error: `[invalid bearer token, ${bound.kind.toLowerCase()} UID (${live}) does not match claim (${bound.uid})]`,
+        };
+      }
     }
     return {
       user: {

@@ -174,8 +174,10 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     loopbackToken = generateToken();
     const loopbackUser: UserInfo = { name: "system:apiserver", groups: ["system:masters"] };
     const loopback = new TokenAuthenticator([[loopbackToken, loopbackUser]]);
-    const accounts = new ServiceAccountTokenAuthenticator(serviceAccountTokens, (ns, name) =>
-      handler?.serviceAccountUid(ns, name),
+    const accounts = new ServiceAccountTokenAuthenticator(
+      serviceAccountTokens,
+      (ns, name) => handler?.liveUid("serviceaccounts", ns, name),
+      (kind, ns, name) => handler?.liveUid(kind === "Pod" ? "pods" : "secrets", ns, name),
     );
     const outer = authenticator;
     // A verified client certificate first, then bearer tokens, as kube-apiserver orders them.

@@ -4,11 +4,13 @@
  * Kubernetes' claims for a bound service account token:
  *
  *   iss, sub "system:serviceaccount:NS:NAME", aud, exp, iat, nbf, jti,
- *   "kubernetes.io": { namespace, serviceaccount: { name, uid } }
+ *   "kubernetes.io": { namespace, serviceaccount: { name, uid }, [pod | secret]: { name, uid } }
  *
  * A token is valid while its signature, times and audience check out; the
  * authenticator (auth.ts) also requires the ServiceAccount to still exist with the
- * uid in the token, so deleting or recreating it revokes every token issued for it.
+ * uid in the token, so deleting or recreating it revokes every token issued for it,
+ * and a token bound to a Pod or Secret (`kubectl create token --bound-object-kind`)
+ * stops working when that object is gone or being deleted.
  * Apiservers sharing storage must share the key.
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
@@ -43,7 +45,18 @@ export interface TokenClaims {
   name: string;
   uid: string;
   audiences: string[];
+  /** The object the token is bound to (in the ServiceAccount's namespace). */
+  bound?: BoundObject;
 }
+
+/** A Pod or Secret a token lives only as long as. */
+export interface BoundObject {
+  kind: "Pod" | "Secret";
+  name: string;
+  uid: string;
+}
+
+const BOUND_CLAIMS = { Pod: "pod", Secret: "secret" } as const;
 
 /** A token issued, and when it stops being valid. */
 export interface IssuedToken {
@@ -65,7 +78,14 @@ export type TokenRefusal =
 
 /** The outcome of verifying a token: its service account, or why it was refused. */
 export type TokenVerdict =
-  | { ok: true; namespace: string; name: string; uid: string; audiences: string[] }
+  | {
+      ok: true;
+      namespace: string;
+      name: string;
+      uid: string;
+      audiences: string[];
+      bound?: BoundObject;
+    }
   | { ok: false; reason: TokenRefusal };
 
 export interface ServiceAccountTokensOptions {
@@ -147,6 +167,11 @@ export class ServiceAccountTokens {
       "kubernetes.io": {
         namespace: claims.namespace,
         serviceaccount: { name: claims.name, uid: claims.uid },
+        ...(claims.bound
+          ? {
+              [BOUND_CLAIMS[claims.bound.kind]]: { name: claims.bound.name, uid: claims.bound.uid },
+            }
+          : {}),
       },
       nbf: iat,
       sub: serviceAccountUserName(claims.namespace, claims.name),
@@ -212,6 +237,13 @@ export class ServiceAccountTokens {
     const aud = typeof claims.aud === "string" ? [claims.aud] : claims.aud;
     if (!Array.isArray(aud) || !aud.every(isString)) return { ok: false, reason: "claims" };
     if (!aud.some((a) => audiences.includes(a))) return { ok: false, reason: "audience" };
-    return { ok: true, namespace, name, uid, audiences: aud };
+    let bound: BoundObject | undefined;
+    for (const kind of ["Pod", "Secret"] as const) {
+      const ref = k8s?.[BOUND_CLAIMS[kind]] as Record<string, unknown> | undefined;
+      if (ref === undefined) continue;
+      if (!isString(ref.name) || !isString(ref.uid)) return { ok: false, reason: "claims" };
+      bound = { kind, name: ref.name, uid: ref.uid };
+    }
+    return { ok: true, namespace, name, uid, audiences: aud, ...(bound ? { bound } : {}) };
   }
 }

@@ -9,7 +9,7 @@ import type { KubeObject, StatusCause } from "@setpoint/api";
 import { defineSchema, refSchema } from "../definitions.ts";
 import type { ResourceDefinition } from "../types.ts";
 import { array, field, int64, object, str } from "./build.ts";
-import { forbidden, invalid } from "./causes.ts";
+import { invalid } from "./causes.ts";
 import { kindSchema, time } from "./meta-schemas.ts";
 import { AUTHENTICATION_V1 } from "./reviews.ts";
 
@@ -44,7 +44,7 @@ const tokenRequestSpecSchema = defineSchema(
       ),
       boundObjectRef: refSchema(
         boundObjectReferenceSchema,
-        "BoundObjectRef is a reference to an object that the token will be bound to. Not supported by this server.",
+        "BoundObjectRef is a reference to an object that the token will be bound to. The token will only be valid for as long as the bound object exists. NOTE: The API server's TokenReview endpoint will validate the BoundObjectRef, but other audiences may not. Keep ExpirationSeconds small if you want prompt revocation.",
       ),
       expirationSeconds: int64(
         "ExpirationSeconds is the requested duration of validity of the request. The token issuer may return a token with a different validity duration so a client needs to check the 'expiration' field in a response.",
@@ -91,7 +91,7 @@ function defaultTokenRequest(obj: KubeObject): void {
   obj.spec = spec;
 }
 
-/** Kubernetes' TokenRequest validation, plus: binding to an object is refused. */
+/** Kubernetes' TokenRequest validation. */
 function validateTokenRequest(obj: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const seconds = field(obj, "spec", "expirationSeconds");
@@ -114,15 +114,6 @@ function validateTokenRequest(obj: KubeObject): StatusCause[] {
         ),
       );
     }
-  }
-  const bound = field(obj, "spec", "boundObjectRef");
-  if (bound !== undefined && bound !== null) {
-    causes.push(
-      forbidden(
-        "spec.boundObjectRef",
-        "binding a token to an object is not supported by this server: request an unbound token",
-      ),
-    );
   }
   return causes;
 }
