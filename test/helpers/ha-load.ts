@@ -192,6 +192,7 @@ export class Watcher {
       expected: acked.length,
       seen: this.seen.length,
       missed: missed.length,
+      missedWrites: missed,
       duplicates,
       outOfOrder,
       relists: this.reflector.state.relists,
