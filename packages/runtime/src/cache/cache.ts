@@ -211,7 +211,24 @@ export class InformerCache implements Reader {
 
   /** Resolves when every informer requested so far has synced. */
   async waitForSync(signal?: AbortSignal): Promise<void> {
-    await Promise.all([...this.entries.values()].map((e) => e.informer.waitForSync(signal)));
+    const all = Promise.all([...this.entries.values()].map((e) => e.informer.waitForSync()));
+    if (!signal) {
+      await all;
+      return;
+    }
+    // One abort listener for all of them (a manager waits on dozens of informers).
+    if (signal.aborted) throw signal.reason ?? new Error("aborted");
+    all.catch(() => {});
+    let onAbort = (): void => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason ?? new Error("aborted"));
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      await Promise.race([all, aborted]);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
   }
 
   /** Whether every informer requested so far has synced. */
