@@ -33,6 +33,8 @@ export interface AckedWrite {
 /** Writers: each creates an object, updates it, and deletes every other one. */
 export class Writers {
   readonly acked: AckedWrite[] = [];
+  /** Writes that failed, by object: their outcome is unknown (they may have been applied). */
+  readonly unacknowledged: { op: AckedWrite["op"]; name: string; at: number }[] = [];
   failed = 0;
   private running = true;
   private readonly done: Promise<void>[];
@@ -45,13 +47,18 @@ export class Writers {
     this.done = Array.from({ length: count }, (_, w) => this.run(w));
   }
 
-  private async timed<T>(fn: () => Promise<T>): Promise<{ value: T; latencyMs: number } | null> {
+  private async timed<T>(
+    op: AckedWrite["op"],
+    name: string,
+    fn: () => Promise<T>,
+  ): Promise<{ value: T; latencyMs: number } | null> {
     const t = performance.now();
     try {
       const value = await fn();
       return { value, latencyMs: performance.now() - t };
     } catch {
       this.failed++;
+      this.unacknowledged.push({ op, name, at: Date.now() });
       await sleep(100);
       return null;
     }
@@ -61,7 +68,7 @@ export class Writers {
     const ns = this.namespace;
     for (let i = 0; this.running; i++) {
       const name = `w${w}-${i}`;
-      const made = await this.timed(() =>
+      const made = await this.timed("create", name, () =>
         this.client.create<ConfigMap>({
           ...CM,
           metadata: { name, namespace: ns },
@@ -71,7 +78,7 @@ export class Writers {
       if (!made) continue;
       this.record("create", name, made.value, made.latencyMs);
       if (!this.running) break;
-      const updated = await this.timed(() =>
+      const updated = await this.timed("update", name, () =>
         this.client.update<ConfigMap>({ ...made.value, data: { n: "1" } }),
       );
       if (!updated) continue;
@@ -89,6 +96,7 @@ export class Writers {
           });
         } catch {
           this.failed++;
+          this.unacknowledged.push({ op: "delete", name, at: Date.now() });
           await sleep(100);
         }
       }
@@ -119,7 +127,12 @@ export class Writers {
     return l.length ? l[Math.min(l.length - 1, Math.floor(l.length * 0.99))] : Number.NaN;
   }
 
-  /** Acknowledged writes missing from the final state (read through `client`). */
+  /**
+   * Acknowledged writes the final state (read through `client`) does not reflect:
+   * the object of an acknowledged create or update missing or older, or the object
+   * of an acknowledged delete still there. An object missing after a delete that
+   * failed (its outcome unknown) is not counted.
+   */
   async lost(client: Client): Promise<AckedWrite[]> {
     const last = new Map<string, AckedWrite>();
     for (const w of this.acked) last.set(w.name, w);
@@ -127,10 +140,14 @@ export class Writers {
     const stored = new Map(
       list.items.map((o) => [o.metadata.name ?? "", Number(o.metadata.resourceVersion)]),
     );
+    const maybeDeleted = new Set(
+      this.unacknowledged.filter((u) => u.op === "delete").map((u) => u.name),
+    );
     return [...last.values()].filter((w) => {
       const rv = stored.get(w.name);
       if (w.op === "delete") return rv !== undefined;
-      return rv === undefined || rv < w.rv;
+      if (rv === undefined) return !maybeDeleted.has(w.name);
+      return rv < w.rv;
     });
   }
 }
