@@ -10,8 +10,10 @@
  * finished; no gateway request failed. The figures are printed.
  *
  * SETPOINT_CHAOS_LONG=1 runs the longer version: each fault alone, one after the
- * other with the cluster left to settle between them under the same load, then the
- * rolling update on the survivors.
+ * other with the cluster left to settle between them under the same load (first
+ * the leading controller manager paused with SIGSTOP past its lease and resumed:
+ * it must step down without taking the Lease back; then SIGKILL of the new leader,
+ * of apiserver-0 and of the etcd leader), then the rolling update on the survivors.
  */
 import { readFileSync } from "node:fs";
 import type { Deployment, KubeObject } from "@setpoint/api";
@@ -164,7 +166,7 @@ describeWithEtcd("the dev cluster under faults", () => {
         const t0 = Date.now();
         kill(leader.name);
         return async () => {
-          const next = await leases.nextHolder(holder, 45_000);
+          const next = await leases.nextHolder(holder, t0, 45_000);
           const lease = leases.samples.at(-1)?.durationMs ?? 0;
           figures.push(
             `controller manager: ${leader.name} killed, standby led after ${((next.at - t0) / 1000).toFixed(1)} s (lease ${lease / 1000} s)`,
@@ -212,7 +214,43 @@ describeWithEtcd("the dev cluster under faults", () => {
       };
 
       const faultStart = Date.now();
+      /**
+       * SIGSTOP the leading manager past its lease: the standby takes over; on SIGCONT
+       * the paused one must step down without taking the Lease back.
+       */
+      const pauseManager = async () => {
+        const paused = await until(
+          "a leading controller manager",
+          async () => leadingManager(),
+          20_000,
+        );
+        const holder = leases.holder;
+        const t0 = Date.now();
+        process.kill(paused.pid, "SIGSTOP");
+        let next: { holder: string; at: number };
+        try {
+          next = await leases.nextHolder(holder, t0, 45_000);
+          await sleep(3_000);
+        } finally {
+          process.kill(paused.pid, "SIGCONT");
+        }
+        const resumed = Date.now();
+        await until(
+          "the resumed manager to step down",
+          async () => readFileSync(paused.logFile, "utf8").includes('"msg":"lost leadership"'),
+          20_000,
+        );
+        await sleep(5_000);
+        const after = leases.holdersSince(resumed);
+        figures.push(
+          `controller manager: ${paused.name} paused (SIGSTOP), standby led after ${((next.at - t0) / 1000).toFixed(1)} s; resumed, it stepped down and the Lease ${after.length === 1 && after[0] === next.holder ? "stayed with the new leader" : `went to ${after.join(", ")}`}`,
+        );
+        expect(after).toEqual([next.holder]);
+      };
+
       if (LONG) {
+        await pauseManager();
+        await sleep(5_000);
         const managerDone = await killManager();
         await managerDone();
         await sleep(5_000);
@@ -276,7 +314,7 @@ describeWithEtcd("the dev cluster under faults", () => {
         acksOfIt: writers.acked.filter((a) => a.name === w.name),
       }));
       if (watch.relists === 0) expect(context).toEqual([]);
-      expect(changes).toBeGreaterThanOrEqual(1);
+      expect(changes).toBeGreaterThanOrEqual(LONG ? 2 : 1);
       expect(overlaps).toBe(0);
       expect(prober.failed, prober.failures.join("\n")).toBe(0);
       expect(prober.versions.get("2") ?? 0).toBeGreaterThan(0);

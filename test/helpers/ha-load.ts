@@ -329,15 +329,28 @@ export class LeaseObserver {
     return this.samples.at(-1)?.holder ?? "";
   }
 
-  /** Resolves with the time the holder first differed from `old`. */
-  async nextHolder(old: string, timeoutMs: number): Promise<{ holder: string; at: number }> {
+  /** Resolves with the first holder other than `old` observed at or after `since`. */
+  async nextHolder(
+    old: string,
+    since: number,
+    timeoutMs: number,
+  ): Promise<{ holder: string; at: number }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const s = this.samples.find((x) => x.holder !== old && x.holder !== "");
-      if (s && this.samples.indexOf(s) > 0) return { holder: s.holder, at: s.at };
+      const s = this.samples.find((x) => x.at >= since && x.holder !== old && x.holder !== "");
+      if (s) return { holder: s.holder, at: s.at };
       if (Date.now() > deadline) throw new Error(`no new leader after ${timeoutMs} ms`);
       await sleep(50);
     }
+  }
+
+  /** The holders observed at or after `since`, in order, each once per stretch. */
+  holdersSince(since: number): string[] {
+    const out: string[] = [];
+    for (const x of this.samples) {
+      if (x.at >= since && x.holder !== out.at(-1)) out.push(x.holder);
+    }
+    return out;
   }
 
   /**

@@ -10,7 +10,7 @@
  * start), processes.json (names, roles, pids, addresses, log files), one directory
  * per process, logs/NAME.log, and the kubeconfig.
  */
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -390,12 +390,23 @@ async function waitFor(
   while (!c.interrupted()) {
     if (await check()) return;
     if (!proc.running) {
-      throw new Error(`${proc.spec.name} exited while starting; see ${proc.spec.logFile}`);
+      throw new Error(
+        `${proc.spec.name} exited while starting; the end of ${proc.spec.logFile}:\n${logTail(proc.spec.logFile)}`,
+      );
     }
     if (Date.now() > c.deadline) {
       throw new Error(`${what}: not after ${c.readyTimeoutMs / 1000}s; see ${proc.spec.logFile}`);
     }
     await sleep(POLL_MS);
+  }
+}
+
+/** The last lines of a log file, for a failed start. */
+function logTail(file: string, lines = 8): string {
+  try {
+    return readFileSync(file, "utf8").trim().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
   }
 }
 
