@@ -16,6 +16,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
+import { type AuditOptions, PolicyError, parsePolicy } from "../apiserver/audit/index.ts";
 import { parseTokenFile, TokenFileError, type UserInfo } from "../apiserver/server/auth.ts";
 import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
 import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
@@ -60,6 +61,13 @@ Flags:
                               (default 400; 0: no limit; watches do not count)
   --max-mutating-requests-inflight N
                               mutating requests served at once (default 200; 0: no limit)
+  --audit-policy-file FILE    keep an audit log with this audit.k8s.io/v1 Policy (YAML or
+                              JSON; rules matched in order, the first match gives the level)
+  --audit-log-path PATH       where audit events go, one JSON line each ("-": stdout);
+                              needed with --audit-policy-file
+  --audit-log-maxsize MB      rotate the log before it grows past this size (default 100)
+  --audit-log-maxbackup N     rotated logs kept, named with the time of rotation (default 0: all)
+  --audit-log-maxage DAYS     days a rotated log is kept (default 0: no limit)
   --no-controllers            do not run the built-in controllers in this process
   --no-agent                  do not run a node agent (by default one runs the Pods bound to
                               this host's Node as processes; see setpoint agent --help)
@@ -104,6 +112,11 @@ const UP_OPTIONS = {
   "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
   "max-requests-inflight": { type: "string" },
   "max-mutating-requests-inflight": { type: "string" },
+  "audit-policy-file": { type: "string" },
+  "audit-log-path": { type: "string" },
+  "audit-log-maxsize": { type: "string" },
+  "audit-log-maxbackup": { type: "string" },
+  "audit-log-maxage": { type: "string" },
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
   "no-agent": { type: "boolean", default: false },
@@ -179,6 +192,52 @@ export function startupMessage(err: StartupError, dataDir: string): string {
   }
 }
 
+/** The audit flags as the apiserver's audit options; undefined without them. */
+export async function parseAuditFlags(values: {
+  "audit-policy-file"?: string | undefined;
+  "audit-log-path"?: string | undefined;
+  "audit-log-maxsize"?: string | undefined;
+  "audit-log-maxbackup"?: string | undefined;
+  "audit-log-maxage"?: string | undefined;
+}): Promise<AuditOptions | undefined> {
+  const policyFile = values["audit-policy-file"];
+  const path = values["audit-log-path"];
+  const rotation = {
+    ...optionalCount("audit-log-maxsize", values["audit-log-maxsize"], "maxSizeMB"),
+    ...optionalCount("audit-log-maxbackup", values["audit-log-maxbackup"], "maxBackups"),
+    ...optionalCount("audit-log-maxage", values["audit-log-maxage"], "maxAgeDays"),
+  };
+  if (policyFile === undefined && path === undefined) {
+    if (Object.keys(rotation).length > 0) {
+      throw new UsageError("--audit-log-maxsize, -maxbackup and -maxage need --audit-log-path");
+    }
+    return undefined;
+  }
+  if (policyFile === undefined) {
+    throw new UsageError(
+      "--audit-log-path needs --audit-policy-file: without a policy nothing is audited",
+    );
+  }
+  if (path === undefined || path === "") {
+    throw new UsageError("--audit-policy-file needs --audit-log-path (a file, or - for stdout)");
+  }
+  let text: string;
+  try {
+    text = await readFile(policyFile, "utf8");
+  } catch (e) {
+    throw new UsageError(`--audit-policy-file: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  try {
+    const policy = parsePolicy(text);
+    return { policy, path: path === "-" ? "-" : resolve(path), ...rotation };
+  } catch (e) {
+    if (e instanceof PolicyError) {
+      throw new UsageError(`--audit-policy-file: invalid audit policy ${policyFile}: ${e.message}`);
+    }
+    throw e;
+  }
+}
+
 export async function up(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: UP_OPTIONS, strict: true });
   if (values.help) {
@@ -197,6 +256,7 @@ export async function up(argv: string[]): Promise<number> {
     ),
   };
   const storage = parseStorage(values);
+  const audit = await parseAuditFlags(values);
   const { logger, format } = createCliLogger(values);
   let disabledControllers: string[];
   let eventTtlMs: number | undefined;
@@ -260,6 +320,7 @@ export async function up(argv: string[]): Promise<number> {
       kubernetesMinor,
       inflight,
       ...(clientCaCerts ? { clientCaCerts } : {}),
+      ...(audit ? { audit } : {}),
       logger,
       identityLease: true,
       // The built-in controllers, in process, as loopback clients of the API. They

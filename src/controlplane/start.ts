@@ -8,12 +8,14 @@
  * their start keeps the event loop busy: written after, it waited tens of
  * milliseconds behind them.
  */
+
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { RestConfig } from "@setpoint/runtime";
 import type { Logger } from "pino";
 import { pino } from "pino";
+import type { AuditOptions } from "../apiserver/audit/index.ts";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import { TokenAuthenticator, type UserInfo } from "../apiserver/server/auth.ts";
 import { ensureSystemNamespaces } from "../apiserver/server/bootstrap.ts";
@@ -87,6 +89,8 @@ export interface ControlPlaneOptions {
   inflight?: Partial<InflightLimits>;
   /** More CAs (PEM) whose client certificates authenticate (--client-ca-file). */
   clientCaCerts?: string[];
+  /** An audit log: its policy, file and rotation (--audit-policy-file, --audit-log-*). */
+  audit?: AuditOptions;
   /** The built-in controllers, in process as loopback clients; false or absent: none. */
   controllers?: false | ControllerOptions;
   /** The ranges Services' cluster IPs and node ports come from (default 127.100.0.0/16, 30000-32767). */
@@ -178,6 +182,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ...(opts.connections ? { connections: opts.connections } : {}),
         ...(opts.inflight ? { inflight: opts.inflight } : {}),
         ...(opts.clientCaCerts ? { clientCaCerts: opts.clientCaCerts } : {}),
+        ...(opts.audit ? { audit: opts.audit } : {}),
         storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
         ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),

@@ -8,7 +8,9 @@
  * registry, smaller limits, https); that is why it is a module of its own, and not
  * part of the `setpoint/testenv` API.
  */
+
 import { Client } from "@setpoint/runtime";
+import type { AuditOptions } from "../apiserver/audit/index.ts";
 import type { ApiLimits } from "../apiserver/endpoints/limits.ts";
 import type { ConnectionLimits, InflightLimits } from "../apiserver/server/index.ts";
 import {
@@ -34,6 +36,8 @@ export interface ControlPlaneOptions {
   inflight?: Partial<InflightLimits>;
   /** More CAs (PEM) whose client certificates authenticate. */
   clientCaCerts?: string[];
+  /** An audit log: its policy, file and rotation. */
+  audit?: AuditOptions;
   /** Types served (default the built-ins). */
   registry?: Registry;
   /** The store's background compaction (default on; off for a test that compacts itself). */
@@ -64,6 +68,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.connections ? { connections: opts.connections } : {}),
     ...(opts.inflight ? { inflight: opts.inflight } : {}),
+    ...(opts.audit ? { audit: opts.audit } : {}),
     ...(opts.clientCaCerts ? { clientCaCerts: opts.clientCaCerts } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
     ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),

@@ -20,6 +20,7 @@ import {
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import { WebhookAdmission } from "../admission/index.ts";
+import { auditAnnotate, auditImpersonated } from "../audit/event.ts";
 import { forbidden, impersonate, RbacAuthorizer } from "../authz/index.ts";
 import {
   aggregatedDiscovery,
@@ -201,6 +202,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       try {
         if (closed) throw errors.unavailable("the server is shutting down");
         const as = await impersonate(req, user, ctx.authorizer);
+        if (as !== user) auditImpersonated(req, as);
         await dispatch(ctx, creators, route, req, res, as, url, warnings);
       } catch (err) {
         respondError(ctx, req, res, err, warnings);
@@ -287,7 +289,7 @@ async function dispatch(
     await serveResource(ctx, creators, route, req, res, user, url, warnings);
     return;
   }
-  await authorize(ctx, user, { verb: method.toLowerCase(), path: url.pathname });
+  await authorize(ctx, req, user, { verb: method.toLowerCase(), path: url.pathname });
   if (method !== "GET") throw methodNotAllowed();
   const reg = ctx.registry;
   const accept = req.headers.accept;
@@ -368,11 +370,30 @@ async function dispatch(
   }
 }
 
-/** 403 unless the caller may do what the request asks (RBAC; system:masters may do anything). */
-async function authorize(ctx: ApiContext, user: UserInfo, attrs: AccessAttributes): Promise<void> {
-  if (user.groups.includes(MASTERS)) return;
+/** The audit annotations of an authorization decision, as kube-apiserver names them. */
+const DECISION = "authorization.k8s.io/decision";
+const REASON = "authorization.k8s.io/reason";
+
+/**
+ * 403 unless the caller may do what the request asks (RBAC; system:masters may do
+ * anything); the decision and its reason go into the request's audit event.
+ */
+async function authorize(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  user: UserInfo,
+  attrs: AccessAttributes,
+): Promise<void> {
+  if (user.groups.includes(MASTERS)) {
+    auditAnnotate(req, DECISION, "allow");
+    auditAnnotate(req, REASON, "");
+    return;
+  }
   await ctx.authorizer.ready();
-  if (!ctx.authorizer.authorize(user, attrs).allowed) throw forbidden(user.name, attrs);
+  const { allowed, reason } = ctx.authorizer.authorize(user, attrs);
+  auditAnnotate(req, DECISION, allowed ? "allow" : "forbid");
+  auditAnnotate(req, REASON, reason);
+  if (!allowed) throw forbidden(user.name, attrs);
 }
 
 type Verb =
@@ -426,7 +447,7 @@ async function serveResource(
   const watchParam = query.bool("watch") === true;
   const verb = verbOf(req.method ?? "GET", route, watchParam);
   if (verb) {
-    await authorize(ctx, user, {
+    await authorize(ctx, req, user, {
       verb,
       resource: {
         group: route.group,

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import { errors } from "@setpoint/api";
+import { auditRequestBody } from "../audit/event.ts";
 
 /** The parts of a request's URL the handler reads. */
 export interface RequestUrl {
@@ -88,7 +89,11 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       chunks.push(chunk);
     };
     // A body that came in one piece is used as it is.
-    const onEnd = () => finish(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    const onEnd = () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      auditRequestBody(req, body);
+      finish(null, body);
+    };
     const onError = (err: Error) => finish(err);
     const onAborted = () => finish(new Error("request aborted"));
     req.on("data", onData);

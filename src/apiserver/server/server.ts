@@ -15,6 +15,12 @@ import { customResourceDefinitions } from "../../registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../registry/registry.ts";
 import type { ReviewServices } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
+import {
+  type AuditOptions,
+  Auditor,
+  auditResponseStatus,
+  failedAuthenticationMessage,
+} from "../audit/index.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
 import {
@@ -99,6 +105,8 @@ export interface ApiServerOptions {
   serviceRanges?: ServiceRanges;
   /** How often leaked claims (cluster IPs, node ports) are released; default 3 minutes. */
   claimsRepairIntervalMs?: number;
+  /** Keep an audit log with this policy (kube-apiserver's --audit-policy-file, --audit-log-*). */
+  audit?: AuditOptions;
 }
 
 export interface ApiServer {
@@ -136,6 +144,7 @@ function sendJson(res: ServerResponse, code: number, body: unknown): void {
 }
 
 function sendStatus(res: ServerResponse, err: StatusError): void {
+  auditResponseStatus(res, err.status);
   if (!res.headersSent) sendJson(res, err.code, err.status);
   else res.destroy();
 }
@@ -159,6 +168,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     throw new Error(`unsupported Kubernetes minor version ${minor}: use 27 to 33`);
   }
   const version = versionInfo(minor);
+  const auditor = opts.audit ? await Auditor.start(opts.audit, logger) : undefined;
 
   const serviceAccountTokens = new ServiceAccountTokens({
     key: opts.serviceAccountKey ?? randomBytes(32),
@@ -326,6 +336,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     if (isPublicPath(path)) {
+      if (auditor) {
+        // Audited as whoever the credentials say, or as anonymous (kube-apiserver serves
+        // these paths to anyone too).
+        const caller = authenticator ? (authenticator.authenticate(req) ?? ANONYMOUS) : user0;
+        auditor.begin(req, res, caller, path, queryOf(url, q), false);
+      }
       if (path === "/version") {
         sendJson(res, 200, version);
       } else {
@@ -337,15 +353,24 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     if (authenticator) {
       user = authenticator.authenticate(req);
       if (!user) {
+        auditor?.failedAuthentication(
+          req,
+          res,
+          path,
+          queryOf(url, q),
+          failedAuthenticationMessage(req),
+        );
         sendStatus(res, errors.unauthorized());
         return;
       }
     }
+    const query = queryOf(url, q);
+    const info = classifyRequest(req, path, query);
+    const record = auditor?.begin(req, res, user, path, query, info.longRunning);
     if (path === "/metrics") {
       serveMetrics(res);
       return;
     }
-    const info = classifyRequest(req, path, new URLSearchParams(q < 0 ? "" : url.slice(q + 1)));
     if (!info.longRunning) {
       const kind = info.readOnly ? "readOnly" : "mutating";
       if (seats.take(kind)) {
@@ -365,6 +390,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       },
       (err: unknown) => {
         logger.error({ err, requestId, path }, "request failed");
+        record?.panic(err);
         sendStatus(res, errors.internal("the server could not complete the request"));
       },
     );
@@ -434,9 +460,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     timer.unref();
     await closed;
     clearTimeout(timer);
+    await auditor?.close();
   };
 
   return { url, port, registry, loopbackToken, close };
+}
+
+/** Who calls the public paths without credentials. */
+const ANONYMOUS: UserInfo = { name: "system:anonymous", groups: ["system:unauthenticated"] };
+/** Who calls when authentication is off. */
+const user0: UserInfo = ANONYMOUS_ADMIN;
+
+function queryOf(url: string, q: number): URLSearchParams {
+  return new URLSearchParams(q < 0 ? "" : url.slice(q + 1));
 }
 
 /** A list of strings as Go's %q prints a []string: ["a" "b"]. */

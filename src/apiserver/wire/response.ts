@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { type Status, StatusError } from "@setpoint/api";
 import { stringify as toYaml } from "yaml";
+import { auditResponseStatus } from "../audit/event.ts";
 import { encodeProtobufObject, PROTOBUF_CONTENT_TYPE } from "./protobuf/index.ts";
 
 /** Warnings sent on one response at most; more are summarised in a last one. */
@@ -129,6 +130,7 @@ export function writeStatus(
   if (body.message === undefined) delete body.message;
   if (!body.reason) delete body.reason;
   if (body.details === undefined) delete body.details;
+  auditResponseStatus(res, body);
   // As Kubernetes does: a Status that says when to retry says it in the header too,
   // which is what clients (client-go's checkWait) act on for 429 and 5xx answers.
   const retryAfter = status.details?.retryAfterSeconds;

@@ -1,0 +1,114 @@
+/**
+ * The audit log, as kube-apiserver keeps it (--audit-policy-file,
+ * --audit-log-path): the policy decides each request's level and omitted stages,
+ * the record writes one `audit.k8s.io/v1` Event per stage as a JSON line, and the
+ * writer appends and rotates the file without ever holding up a request.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import { requestAttributes } from "./attributes.ts";
+import {
+  type AuditRecord,
+  type AuditUser,
+  auditIdOf,
+  beginRecord,
+  failedAuthenticationRecord,
+} from "./event.ts";
+import { type AuditLogOptions, AuditLogWriter } from "./log-writer.ts";
+import { evaluatePolicy, type Policy } from "./policy.ts";
+
+export {
+  type AuditUser,
+  auditAnnotate,
+  auditImpersonated,
+  auditRequestBody,
+  auditResponseStatus,
+  failedAuthenticationMessage,
+  microTime,
+} from "./event.ts";
+export { type AuditLogOptions, AuditLogWriter, DEFAULT_MAX_SIZE_MB } from "./log-writer.ts";
+export {
+  evaluatePolicy,
+  LEVELS,
+  type Level,
+  type Policy,
+  PolicyError,
+  parsePolicy,
+  STAGES,
+  type Stage,
+  validatePolicy,
+} from "./policy.ts";
+
+export interface AuditOptions extends Omit<AuditLogOptions, "logger"> {
+  policy: Policy;
+}
+
+export class Auditor {
+  readonly #policy: Policy;
+  readonly #writer: AuditLogWriter;
+
+  private constructor(policy: Policy, writer: AuditLogWriter) {
+    this.#policy = policy;
+    this.#writer = writer;
+  }
+
+  /** Opens the log (creating its directory) and returns the auditor. */
+  static async start(opts: AuditOptions, logger?: Logger): Promise<Auditor> {
+    const { policy, ...log } = opts;
+    const writer = new AuditLogWriter({ ...log, ...(logger ? { logger } : {}) });
+    await writer.open();
+    return new Auditor(policy, writer);
+  }
+
+  /**
+   * Begins auditing a request: sets its Audit-Id header and, when the policy's level
+   * for it is above None, writes its RequestReceived event and arranges the others.
+   */
+  begin(
+    req: IncomingMessage,
+    res: ServerResponse,
+    user: AuditUser | undefined,
+    path: string,
+    query: URLSearchParams,
+    longRunning: boolean,
+  ): AuditRecord | undefined {
+    const auditID = auditIdOf(req);
+    res.setHeader("Audit-Id", auditID);
+    const attrs = requestAttributes(req, path, query, user);
+    const decision = evaluatePolicy(this.#policy, attrs);
+    if (decision.level === "None") return undefined;
+    return beginRecord(
+      { writer: this.#writer, decision, req, res, attrs, user, longRunning },
+      auditID,
+    );
+  }
+
+  /** The event of a request whose credentials were refused (answered 401). */
+  failedAuthentication(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: URLSearchParams,
+    message: string,
+  ): void {
+    const auditID = auditIdOf(req);
+    res.setHeader("Audit-Id", auditID);
+    const attrs = requestAttributes(req, path, query, undefined);
+    const decision = evaluatePolicy(this.#policy, attrs);
+    if (decision.level === "None" || decision.omitStages.has("ResponseStarted")) return;
+    failedAuthenticationRecord(
+      { writer: this.#writer, decision, req, res, attrs },
+      auditID,
+      message,
+    );
+  }
+
+  /** Waits for the events written so far to reach the log. */
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  close(): Promise<void> {
+    return this.#writer.close();
+  }
+}
