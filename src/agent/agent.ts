@@ -13,12 +13,15 @@
  *   of the status subresource) only when it differs from what the server holds.
  * - Nothing is stopped because the apiserver cannot be reached: until the Pod
  *   informer has listed, the Pods on disk are the desired state; after, the list is.
+ * - Its authenticated endpoint (endpoint/, the kubelet's :10250) serves the Pods'
+ *   container logs to the apiserver only; its port is in the Node's daemonEndpoints.
  * - The service proxy (src/proxy/) serves Services' cluster IPs and node ports on
  *   this machine from its table on disk and the API; its table also gives Pods
  *   their Service environment variables.
  * - Stopping the agent leaves its Pods running (unless asked to stop them).
  */
 import { createServer, type Server } from "node:http";
+import type { Server as HttpsServer } from "node:https";
 import { join } from "node:path";
 import type { Node, Pod } from "@setpoint/api";
 import {
@@ -30,6 +33,7 @@ import {
 } from "@setpoint/runtime";
 import { ServiceProxy, serviceEnv } from "../proxy/index.ts";
 import { canonicalJson } from "./canonical-json.ts";
+import { createEndpointServer, loadOrCreateServingCert } from "./endpoint/index.ts";
 import { PodEventRecorder } from "./events.ts";
 import { ImageStore, importBuiltinImages } from "./images/index.ts";
 import {
@@ -79,9 +83,18 @@ export interface AgentOptions {
   podRange?: number;
   /** The node's address (InternalIP, the Pods' hostIP). */
   address?: string;
-  /** Where the agent's own endpoint listens (default 127.0.0.1, a free port). */
+  /** Where the agent's local status endpoint (/healthz, /pods; plain HTTP) listens (default 127.0.0.1, a free port). */
   listenHost?: string;
   listenPort?: number;
+  /**
+   * Where the authenticated endpoint the apiserver calls (`pods/log`; HTTPS, the
+   * kubelet's :10250) listens (default 127.0.0.1, a free port); its port is the
+   * Node's daemonEndpoints.kubeletEndpoint.
+   */
+  secureListenHost?: string;
+  secureListenPort?: number;
+  /** PEM CAs of the client certificates the secure endpoint accepts (the kubeconfig's CA); none: it refuses everyone. */
+  clientCa?: string;
   kubeletVersion?: string;
   runtimeVersion?: string;
   logger?: RuntimeLogger;
@@ -122,6 +135,8 @@ export class Agent {
   private housekeeping: NodeJS.Timeout | undefined;
   private nodeTimer: NodeJS.Timeout | undefined;
   private server: Server | undefined;
+  private secureServer: HttpsServer | undefined;
+  private statusPort = 0;
   private nodeUid: string | undefined;
   private lastNodeReport = 0;
   private lease: Promise<void> | undefined;
@@ -171,8 +186,13 @@ export class Agent {
     return this.opts.nodeName;
   }
 
-  /** The port of the agent's endpoint (/healthz, /pods). */
+  /** The port of the agent's local status endpoint (/healthz, /pods). */
   get port(): number {
+    return this.statusPort;
+  }
+
+  /** The port of the authenticated endpoint (`/containerLogs`), as the Node publishes it. */
+  get securePort(): number {
     return this.identity.port;
   }
 
@@ -272,6 +292,7 @@ export class Agent {
     );
     this.stateFile.flush();
     await this.listen();
+    await this.listenSecure();
     this.informer.addEventHandler({
       onAdd: (pod) => this.reconcile(pod),
       onUpdate: (_old, pod) => this.reconcile(pod),
@@ -316,6 +337,39 @@ export class Agent {
     return new Promise((done, fail) => {
       server.once("error", fail);
       server.listen(this.opts.listenPort ?? 0, this.opts.listenHost ?? "127.0.0.1", () => {
+        const addr = server.address();
+        this.statusPort = typeof addr === "object" && addr ? addr.port : 0;
+        done();
+      });
+    });
+  }
+
+  /** Starts the authenticated endpoint; its port goes into the Node's daemonEndpoints. */
+  private async listenSecure(): Promise<void> {
+    const host = this.opts.secureListenHost ?? "127.0.0.1";
+    const cert = await loadOrCreateServingCert(this.opts.dataDir, this.opts.nodeName, [
+      this.identity.address,
+      host,
+      "localhost",
+      "127.0.0.1",
+    ]);
+    const server = createEndpointServer({
+      cert,
+      clientCa: this.opts.clientCa,
+      dataDir: this.opts.dataDir,
+      pod: (namespace, name) => {
+        for (const w of this.workers.values()) {
+          const meta = w.record.pod.metadata;
+          if (meta.namespace === namespace && meta.name === name) return w.record;
+        }
+        return undefined;
+      },
+    });
+    this.secureServer = server;
+    await new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(this.opts.secureListenPort ?? 0, host, () => {
+        server.off("error", fail);
         const addr = server.address();
         this.identity = {
           ...this.identity,
@@ -584,6 +638,9 @@ export class Agent {
     this.stateFile.flush();
     await this.proxy?.stop();
     await this.lease;
+    const secure = this.secureServer;
+    secure?.closeAllConnections();
+    await new Promise<void>((done) => (secure ? secure.close(() => done()) : done()));
     await new Promise<void>((done) => (this.server ? this.server.close(() => done()) : done()));
     this.server?.closeAllConnections();
   }

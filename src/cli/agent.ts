@@ -10,11 +10,13 @@
  * Nodes with Lease heartbeats whose Pods become Running and Ready (and
  * Succeeded, for restartPolicy Never/OnFailure) without any process.
  */
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client, KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { Agent, DEFAULT_POD_RANGE } from "../agent/index.ts";
 import { DEFAULT_SIMULATED_RUN_MS, Simulator } from "../agent/simulate/index.ts";
+import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
 import { parseDuration } from "./controller-manager.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { defaultNodeName } from "./node-name.ts";
@@ -33,7 +35,13 @@ Flags:
   --data-dir DIR             state, logs and images of this agent (default ./.setpoint/agent)
   --image-dir DIR            the image store (default DATA-DIR/images)
   --pod-range N              Pod addresses are 127.N.x.y (default ${DEFAULT_POD_RANGE}); one range per agent
-  --listen HOST:PORT         the agent's endpoint, /healthz and /pods (default 127.0.0.1:0)
+  --listen HOST:PORT         the agent's local status endpoint, /healthz and /pods over plain
+                             HTTP (default 127.0.0.1:0)
+  --secure-listen HOST:PORT  the authenticated HTTPS endpoint the API server calls for
+                             kubectl logs, published in the Node (default ${DEFAULT_AGENT_SECURE_LISTEN};
+                             port 0 picks one); only the API server's client certificate is let in
+  --client-ca-file FILE      CA (PEM) that signs the API server's client certificate
+                             (default: the kubeconfig's certificate-authority)
   --stop-pods-on-exit        stop every Pod when the agent exits (default: leave them running)
   --no-service-proxy         do not serve Services' cluster IPs and node ports on this machine
 
@@ -71,6 +79,8 @@ async function run(argv: string[]): Promise<number> {
       "image-dir": { type: "string" },
       "pod-range": { type: "string" },
       listen: { type: "string", default: "127.0.0.1:0" },
+      "secure-listen": { type: "string", default: DEFAULT_AGENT_SECURE_LISTEN },
+      "client-ca-file": { type: "string" },
       "stop-pods-on-exit": { type: "boolean", default: false },
       simulate: { type: "string" },
       "node-prefix": { type: "string", default: "sim-" },
@@ -97,7 +107,16 @@ async function run(argv: string[]): Promise<number> {
   }
   const nodeName = values["node-name"] ?? defaultNodeName();
   const listen = parseListen(values.listen);
+  const secure = parseListen(values["secure-listen"]);
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
+  let clientCa = restConfig.ca?.toString("utf8");
+  if (values["client-ca-file"] !== undefined) {
+    try {
+      clientCa = readFileSync(values["client-ca-file"], "utf8");
+    } catch (err) {
+      throw new UsageError(`--client-ca-file: ${(err as Error).message}`);
+    }
+  }
   const { logger } = createCliLogger(values);
   const dataDir = resolve(values["data-dir"]);
   const instance = new Agent({
@@ -111,12 +130,26 @@ async function run(argv: string[]): Promise<number> {
     podRange: range,
     listenHost: listen.host,
     listenPort: listen.port,
+    secureListenHost: secure.host,
+    secureListenPort: secure.port,
+    ...(clientCa ? { clientCa } : {}),
     logger,
     serviceProxy: !values["no-service-proxy"],
   });
-  await instance.start();
+  try {
+    await instance.start();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      process.stderr.write(
+        `setpoint agent: ${(err as Error).message}; serve on another address with --secure-listen HOST:PORT (or --listen)\n`,
+      );
+      await instance.stop();
+      return 1;
+    }
+    throw err;
+  }
   process.stdout.write(
-    `agent ${nodeName} running ${instance.workers.size} pods from ${dataDir}; endpoint http://${listen.host}:${instance.port} (pods 127.${range}.x.y) against ${restConfig.server}\n`,
+    `agent ${nodeName} running ${instance.workers.size} pods from ${dataDir}; endpoint http://${listen.host}:${instance.port} and secure endpoint https://${secure.host}:${instance.securePort} (pods 127.${range}.x.y) against ${restConfig.server}\n`,
   );
   await untilSignal(logger, values["parent-pid"], values["stop-pods-on-exit"]);
   await instance.stop({ stopPods: values["stop-pods-on-exit"] });

@@ -19,6 +19,8 @@ export interface NodeAgentProcess {
 export function startNodeAgent(opts: {
   dataDir: string;
   kubeconfig: string;
+  /** The agent's authenticated endpoint (--secure-listen). */
+  secureListen: string;
   logLevel: string;
   logFormat?: string | undefined;
 }): NodeAgentProcess {
@@ -34,6 +36,8 @@ export function startNodeAgent(opts: {
     join(opts.dataDir, "agent"),
     "--image-dir",
     join(opts.dataDir, "images"),
+    "--secure-listen",
+    opts.secureListen,
     "--parent-pid",
     String(process.pid),
     "--log-level",

@@ -26,6 +26,7 @@ import {
   type StorageOptions,
   startControlPlane,
 } from "../controlplane/index.ts";
+import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
 import { parseControllerList, parseDuration, parseNodeFlags } from "./controller-manager.ts";
 import {
   createCliLogger,
@@ -71,6 +72,8 @@ Flags:
   --no-controllers            do not run the built-in controllers in this process
   --no-agent                  do not run a node agent (by default one runs the Pods bound to
                               this host's Node as processes; see setpoint agent --help)
+  --agent-listen HOST:PORT    the agent's authenticated endpoint, which serves kubectl logs
+                              (default ${DEFAULT_AGENT_SECURE_LISTEN}; port 0 picks one)
   --gateway-listen HOST:PORT  where the gateway serves Ingresses (default ${DEFAULT_GATEWAY_LISTEN})
   --no-gateway                do not run the gateway (see setpoint gateway --help)
   --disable-controllers NAME,...  built-in controllers not to run (${BUILTIN_CONTROLLER_NAMES.join(", ")})
@@ -120,6 +123,7 @@ const UP_OPTIONS = {
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
   "no-agent": { type: "boolean", default: false },
+  "agent-listen": { type: "string", default: DEFAULT_AGENT_SECURE_LISTEN },
   "gateway-listen": { type: "string" },
   "no-gateway": { type: "boolean", default: false },
   "disable-controllers": { type: "string" },
@@ -246,6 +250,7 @@ export async function up(argv: string[]): Promise<number> {
   }
   const dataDir = resolve(values["data-dir"]);
   const { host, port } = parseListen(values.listen);
+  parseListen(values["agent-listen"]);
   const kubernetesMinor = parseKubernetesVersion(values["kubernetes-version"]);
   const inflight = {
     ...optionalCount("max-requests-inflight", values["max-requests-inflight"], "readOnly"),
@@ -368,6 +373,7 @@ export async function up(argv: string[]): Promise<number> {
       agent = startNodeAgent({
         dataDir,
         kubeconfig: plane.kubeconfigPath,
+        secureListen: values["agent-listen"],
         logLevel: values["log-level"],
         logFormat: format,
       });

@@ -268,6 +268,30 @@ export interface CreateSubresource {
 }
 
 /**
+ * A subresource a GET streams from the node its object runs on (Kubernetes'
+ * `pods/log`, verb get): the definition checks the request against the stored
+ * object and says what to ask of which node (Kubernetes' LogLocation); the
+ * apiserver reaches that node's agent with its own client certificate and
+ * streams the answer back.
+ */
+export interface NodeStreamSubresource {
+  name: string;
+  /**
+   * Where the answer comes from for `obj` and the request's query; undefined when
+   * there is nothing to stream yet (the answer is empty). Throws a StatusError to
+   * refuse (400 for a bad container, 422 for invalid options).
+   */
+  locate(obj: KubeObject, query: URLSearchParams): NodeStreamLocation | undefined;
+}
+
+/** A request to a node's agent: its Node's name, the path and the query. */
+export interface NodeStreamLocation {
+  node: string;
+  path: string;
+  query: URLSearchParams;
+}
+
+/**
  * What a create subresource's `act` may do, through the apiserver's resource
  * stores and under the rules of every write (the request itself was
  * authorized; these steps are the server's own). Objects are in their storage
@@ -327,6 +351,8 @@ export interface ResourceDefinition {
   subresources?: ExtraSubresource[];
   /** Subresources a POST creates (answered by the apiserver, nothing stored). */
   createSubresources?: CreateSubresource[];
+  /** Subresources a GET streams from the node the object runs on (`pods/log`). */
+  nodeStreamSubresources?: NodeStreamSubresource[];
   /**
    * Whether a DELETE that removes an object answers with the object (Kubernetes'
    * ReturnDeletedObject: custom resources, Namespaces, ServiceAccounts) rather than

@@ -40,6 +40,8 @@ export async function startAgentProcess(opts: AgentProcessOptions): Promise<Agen
       opts.imageDir,
       "--pod-range",
       String(opts.range),
+      "--secure-listen",
+      "127.0.0.1:0",
       "--log-format",
       "json",
     ],

@@ -100,7 +100,7 @@ describe("the agent", () => {
     ]);
     expect(n.status?.capacity?.pods).toBe("110");
     expect(Number(n.status?.allocatable?.cpu)).toBeGreaterThan(0);
-    expect(n.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(agent.port);
+    expect(n.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(agent.securePort);
     expect(n.metadata.labels?.["kubernetes.io/hostname"]).toBe("node-a");
     const lease = await eventually("the lease", () =>
       client

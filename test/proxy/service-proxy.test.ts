@@ -103,6 +103,8 @@ async function startAgent(kubeconfig: string, dataDir: string, imageDir: string)
       imageDir,
       "--pod-range",
       String(RANGE),
+      "--secure-listen",
+      "127.0.0.1:0",
       "--log-format",
       "json",
     ],

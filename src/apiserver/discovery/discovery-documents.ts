@@ -68,6 +68,9 @@ function subresources(def: ResourceDefinition, version: VersionDefinition): Subr
   for (const extra of def.subresources ?? []) {
     out.push({ name: extra.name, verbs: [...extra.verbs], responseKind: self });
   }
+  for (const streamed of def.nodeStreamSubresources ?? []) {
+    out.push({ name: streamed.name, verbs: ["get"], responseKind: self });
+  }
   for (const creates of def.createSubresources ?? []) {
     const kind = creates.kind;
     out.push({

@@ -53,6 +53,7 @@ import { getResource } from "./get.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
 import { parseListOptions } from "./list-options.ts";
+import { type NodeClient, serveNodeStream } from "./node-stream.ts";
 import { createUpdatingParent } from "./parent-update.ts";
 import { patchResource } from "./patch.ts";
 import { Query, type RequestUrl, requestUrl } from "./request.ts";
@@ -82,6 +83,8 @@ export interface ApiHandlerOptions {
   serviceAccountTokens?: ServiceAccountTokens;
   /** Answers TokenReviews: the server's own token authentication. */
   reviewToken?: ReviewServices["reviewToken"];
+  /** The client certificate presented to the nodes' agents (`pods/log`); none: such requests fail. */
+  nodeClient?: NodeClient;
 }
 
 export interface ApiHandler {
@@ -203,7 +206,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
         if (closed) throw errors.unavailable("the server is shutting down");
         const as = await impersonate(req, user, ctx.authorizer);
         if (as !== user) auditImpersonated(req, as);
-        await dispatch(ctx, creators, route, req, res, as, url, warnings);
+        await dispatch(ctx, creators, route, req, res, as, url, warnings, opts.nodeClient);
       } catch (err) {
         respondError(ctx, req, res, err, warnings);
       }
@@ -283,10 +286,11 @@ async function dispatch(
   user: UserInfo,
   url: RequestUrl,
   warnings: string[],
+  nodeClient: NodeClient | undefined,
 ): Promise<void> {
   const method = req.method ?? "GET";
   if (route.kind === "resource") {
-    await serveResource(ctx, creators, route, req, res, user, url, warnings);
+    await serveResource(ctx, creators, route, req, res, user, url, warnings, nodeClient);
     return;
   }
   await authorize(ctx, req, user, { verb: method.toLowerCase(), path: url.pathname });
@@ -430,6 +434,9 @@ function verbOf(method: string, route: ResourceRoute, watchParam: boolean): Verb
 /** Verbs of the status subresource. */
 const STATUS_VERBS = ["get", "update", "patch"];
 
+/** Verbs of a subresource streamed from a node. */
+const STREAM_VERBS = ["get"];
+
 /** Verbs of a create subresource. */
 const CREATE_VERBS = ["create"];
 
@@ -442,6 +449,7 @@ async function serveResource(
   user: UserInfo,
   url: RequestUrl,
   warnings: string[],
+  nodeClient?: NodeClient,
 ): Promise<void> {
   const query = new Query(url.searchParams);
   const watchParam = query.bool("watch") === true;
@@ -467,7 +475,11 @@ async function serveResource(
   // Which verbs the addressed (sub)resource serves.
   let served: readonly string[];
   let creates: CreateSubresource | undefined;
+  const streamed = route.subresource
+    ? def.nodeStreamSubresources?.find((s) => s.name === route.subresource)
+    : undefined;
   if (route.subresource === undefined) served = resourceVerbs(def);
+  else if (streamed) served = STREAM_VERBS;
   else if (route.subresource === "status" && version.statusSubresource) served = STATUS_VERBS;
   else if (route.subresource === "scale" && version.scale) served = STATUS_VERBS;
   else {
@@ -490,6 +502,11 @@ async function serveResource(
     if (verb !== "list" && verb !== "watch") {
       throw route.name === undefined ? methodNotAllowed() : notFound();
     }
+  }
+
+  if (streamed) {
+    const scope = streamScope(ctx, route, req, res, user, query, warnings, def, version);
+    return serveNodeStream(scope, streamed, nodeClient);
   }
 
   const how =
@@ -558,4 +575,48 @@ async function serveResource(
     case "deletecollection":
       return deleteCollection(scope);
   }
+}
+
+/** The scope of a request for a subresource streamed from a node: no representation to negotiate. */
+function streamScope(
+  ctx: ApiContext,
+  route: ResourceRoute,
+  req: IncomingMessage,
+  res: ServerResponse,
+  user: UserInfo,
+  query: Query,
+  warnings: string[],
+  def: ResourceDefinition,
+  version: ResourceDefinition["versions"][number],
+): RequestScope {
+  const store = new ResourceStore(ctx, {
+    definition: def,
+    version,
+    user,
+    warnings,
+    ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
+    ...(route.name !== undefined ? { name: route.name } : {}),
+  });
+  return {
+    ctx,
+    store,
+    renderer: {
+      def,
+      version,
+      output: { mediaType: "application/json", kind: "object", contentType: "application/json" },
+      includeObject: "Metadata",
+    },
+    req,
+    res,
+    user,
+    def,
+    version,
+    apiVersion: store.apiVersion,
+    query,
+    warnings,
+    subject: store.subject,
+    ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
+    ...(route.name !== undefined ? { name: route.name } : {}),
+    ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
+  };
 }

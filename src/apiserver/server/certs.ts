@@ -3,7 +3,8 @@
  * and a client certificate for the admin (CN `admin`, O `system:masters`), generated
  * on first start and kept in the data dir with the CA's key (so more client
  * certificates can be signed), so kubectl verifies the server with the CA alone and
- * may present either the admin token or the certificate.
+ * may present either the admin token or the certificate; and the client certificate
+ * the apiserver presents to the nodes' agents (CN `kube-apiserver-kubelet-client`).
  *
  * Keys are ECDSA P-256 (generated in about a millisecond, so a first start stays
  * fast); certificates are built with @peculiar/x509 on Node's WebCrypto.
@@ -23,6 +24,11 @@ export interface TlsMaterial {
   key: string;
   /** The admin's client certificate (absent in a data dir made before there were any). */
   admin?: KeyAndCert;
+  /**
+   * The certificate the apiserver presents to the nodes' agents (`pods/log`): CN
+   * NODE_CLIENT_USER_NAME, no groups (absent in a data dir without the CA's key).
+   */
+  nodeClient?: KeyAndCert;
 }
 
 /** A certificate and its private key, both PEM. */
@@ -153,8 +159,20 @@ async function generateWithCa(hosts: string[]): Promise<{ tls: TlsMaterial; ca: 
     hosts: ["localhost", "127.0.0.1", "::1", ...hosts],
   });
   const admin = await issueAdmin(ca);
-  return { tls: { caCert: ca.cert, cert: server.cert, key: server.key, admin }, ca };
+  const nodeClient = await issueNodeClient(ca);
+  return { tls: { caCert: ca.cert, cert: server.cert, key: server.key, admin, nodeClient }, ca };
 }
+
+/** The apiserver's client certificate for the nodes' agents, signed by `ca`. */
+function issueNodeClient(ca: KeyAndCert): Promise<KeyAndCert> {
+  return issueCertificate({ commonName: NODE_CLIENT_USER_NAME, issuer: ca, clientAuth: true });
+}
+
+/**
+ * Who the apiserver is to the nodes' agents (kubeadm's name for the same
+ * certificate); an agent serves logs to this identity only.
+ */
+export const NODE_CLIENT_USER_NAME = "kube-apiserver-kubelet-client";
 
 /** The admin's client certificate, signed by `ca`. */
 function issueAdmin(ca: KeyAndCert): Promise<KeyAndCert> {
@@ -177,6 +195,8 @@ export const CLIENT_CERT_FILES = {
   caKey: "ca.key",
   adminCert: "admin.crt",
   adminKey: "admin.key",
+  nodeClientCert: "apiserver-kubelet-client.crt",
+  nodeClientKey: "apiserver-kubelet-client.key",
 } as const;
 
 /**
@@ -196,6 +216,8 @@ export async function loadOrCreateTlsMaterial(
     caKey: join(dir, CLIENT_CERT_FILES.caKey),
     adminCert: join(dir, CLIENT_CERT_FILES.adminCert),
     adminKey: join(dir, CLIENT_CERT_FILES.adminKey),
+    nodeClientCert: join(dir, CLIENT_CERT_FILES.nodeClientCert),
+    nodeClientKey: join(dir, CLIENT_CERT_FILES.nodeClientKey),
   };
   if (existsSync(paths.caCert) && existsSync(paths.cert) && existsSync(paths.key)) {
     const [caCert, cert, key] = await Promise.all([
@@ -203,19 +225,29 @@ export async function loadOrCreateTlsMaterial(
       readFile(paths.cert, "utf8"),
       readFile(paths.key, "utf8"),
     ]);
-    if (existsSync(client.adminCert) && existsSync(client.adminKey)) {
-      const [adminCert, adminKey] = await Promise.all([
-        readFile(client.adminCert, "utf8"),
-        readFile(client.adminKey, "utf8"),
-      ]);
-      return { caCert, cert, key, admin: { cert: adminCert, key: adminKey } };
-    }
+    const tls: TlsMaterial = { caCert, cert, key };
     // A data dir from before client certificates: without the CA's key, none can be signed.
-    if (!existsSync(client.caKey)) return { caCert, cert, key };
-    const admin = await issueAdmin({ cert: caCert, key: await readFile(client.caKey, "utf8") });
-    await writeFile(client.adminCert, admin.cert, { mode: 0o644 });
-    await writeFile(client.adminKey, admin.key, { mode: 0o600 });
-    return { caCert, cert, key, admin };
+    const caKey = existsSync(client.caKey) ? await readFile(client.caKey, "utf8") : undefined;
+    const pair = async (
+      certPath: string,
+      keyPath: string,
+      issue: (ca: KeyAndCert) => Promise<KeyAndCert>,
+    ): Promise<KeyAndCert | undefined> => {
+      if (existsSync(certPath) && existsSync(keyPath)) {
+        const [c, k] = await Promise.all([readFile(certPath, "utf8"), readFile(keyPath, "utf8")]);
+        return { cert: c, key: k };
+      }
+      if (caKey === undefined) return undefined;
+      const made = await issue({ cert: caCert, key: caKey });
+      await writeFile(certPath, made.cert, { mode: 0o644 });
+      await writeFile(keyPath, made.key, { mode: 0o600 });
+      return made;
+    };
+    const admin = await pair(client.adminCert, client.adminKey, issueAdmin);
+    if (admin) tls.admin = admin;
+    const nodeClient = await pair(client.nodeClientCert, client.nodeClientKey, issueNodeClient);
+    if (nodeClient) tls.nodeClient = nodeClient;
+    return tls;
   }
   const { tls, ca } = await generateWithCa(hosts);
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -226,6 +258,10 @@ export async function loadOrCreateTlsMaterial(
   if (tls.admin) {
     await writeFile(client.adminCert, tls.admin.cert, { mode: 0o644 });
     await writeFile(client.adminKey, tls.admin.key, { mode: 0o600 });
+  }
+  if (tls.nodeClient) {
+    await writeFile(client.nodeClientCert, tls.nodeClient.cert, { mode: 0o644 });
+    await writeFile(client.nodeClientKey, tls.nodeClient.key, { mode: 0o600 });
   }
   return tls;
 }

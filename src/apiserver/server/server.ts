@@ -232,6 +232,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     serviceAccountTokens,
     ...(reviewToken ? { reviewToken } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.tls?.nodeClient ? { nodeClient: opts.tls.nodeClient } : {}),
   });
   handler = api;
   let closing = false;

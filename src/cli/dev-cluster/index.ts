@@ -346,6 +346,9 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
         join(dir, "images"),
         "--pod-range",
         String(FIRST_POD_RANGE + i),
+        // Two agents on one machine: each its own endpoint port.
+        "--secure-listen",
+        "127.0.0.1:0",
         "--stop-pods-on-exit",
         "--parent-pid",
         String(process.pid),

@@ -104,7 +104,12 @@ export async function startSetpoint(args: string[]): Promise<SetpointProcess> {
     "up",
     "--listen",
     "127.0.0.1:0",
-    ...(agent ? [] : ["--no-agent"]),
+    // The agent's endpoint on a free port: tests run side by side.
+    ...(agent
+      ? args.includes("--agent-listen")
+        ? []
+        : ["--agent-listen", "127.0.0.1:0"]
+      : ["--no-agent"]),
     ...(gateway ? [] : ["--no-gateway"]),
   ];
   const child = spawn(process.execPath, [SETPOINT_BIN, ...base, ...rest], {

@@ -6,6 +6,7 @@
 import type {
   CreateSubresource,
   ExtraSubresource,
+  NodeStreamSubresource,
   PrinterColumn,
   ResourceDefinition,
   ScaleSubresource,
@@ -43,6 +44,7 @@ export interface WorkloadKind {
   strategy?: Omit<Strategy, "allowUnconditionalUpdate" | "tracksGeneration">;
   subresources?: ExtraSubresource[];
   createSubresources?: CreateSubresource[];
+  nodeStreamSubresources?: NodeStreamSubresource[];
   returnDeletedObject?: boolean;
   verbs?: readonly string[];
 }
@@ -88,6 +90,7 @@ export function workloadDefinition(k: WorkloadKind): ResourceDefinition {
   };
   if (k.subresources) def.subresources = k.subresources;
   if (k.createSubresources) def.createSubresources = k.createSubresources;
+  if (k.nodeStreamSubresources) def.nodeStreamSubresources = k.nodeStreamSubresources;
   if (k.returnDeletedObject) def.returnDeletedObject = true;
   if (k.verbs) def.verbs = k.verbs;
   return def;

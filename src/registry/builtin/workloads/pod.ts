@@ -12,6 +12,7 @@ import { AGE_COLUMN, NONE } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { podEvictionSubresource } from "./eviction.ts";
 import { defaultNewPodSpec, defaultPodSpec, qosClass } from "./pod-defaults.ts";
+import { podLogSubresource } from "./pod-log.ts";
 import { validatePod } from "./validation.ts";
 
 type Obj = Record<string, unknown>;
@@ -157,6 +158,7 @@ export const podDefinition = workloadDefinition({
   status: true,
   generation: false,
   createSubresources: [podBindingSubresource, podEvictionSubresource],
+  nodeStreamSubresources: [podLogSubresource],
   columns: [
     {
       name: "Ready",

@@ -1,0 +1,246 @@
+/**
+ * `kubectl logs` through the apiserver to the agent, with real processes: a real
+ * `setpoint up` and a real `setpoint agent`, Pods running `sh`, and the real
+ * kubectl. Covered: the only container's log, `-c`, `--tail`, `--limit-bytes`,
+ * `--previous` after a restart (and refused before one), `-f` receiving lines as
+ * they are written until the test ends it, Kubernetes' refusals (several
+ * containers and none named, an unknown container, timestamps the files do not
+ * record), a Pod on no node (empty, as in Kubernetes), a node whose agent cannot
+ * be reached (500), and the agent's endpoint refusing a caller without the
+ * apiserver's certificate (401, 403 for another identity).
+ */
+import { request } from "node:https";
+import { join } from "node:path";
+import type { Node, Pod } from "@setpoint/api";
+import { Client, loadKubeconfig } from "@setpoint/runtime";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { Kubectl } from "../e2e/helpers/kubectl.ts";
+import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import {
+  type AgentProcess,
+  killPodProcesses,
+  startAgentProcess,
+  stopChild,
+} from "./agent-process.ts";
+import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
+
+const RANGE = 87;
+const NODE = "logs-node";
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+const NODES = { apiVersion: "v1", kind: "Node" } as const;
+
+let up: SetpointProcess | undefined;
+let agent: AgentProcess | undefined;
+let client: Client | undefined;
+let kubectl: Kubectl | undefined;
+let markers = "";
+
+function pod(name: string, containers: { name: string; cmd: string }[], node = NODE): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
+    spec: {
+      ...(node ? { nodeName: node } : { schedulerName: "nobody" }),
+      containers: containers.map((c) => ({
+        name: c.name,
+        image: "shell:1",
+        command: ["sh", "-c", c.cmd],
+      })),
+    },
+  } as Pod;
+}
+
+async function podStatus(name: string): Promise<Pod["status"]> {
+  return (await client!.get<Pod>(POD, name, "default")).status;
+}
+
+/** GET on the agent's endpoint as `as` (no client certificate when undefined). */
+function agentGet(
+  port: number,
+  path: string,
+  as?: { cert: string; key: string },
+): Promise<{ code: number; body: string }> {
+  return new Promise((done, fail) => {
+    const req = request(
+      { host: "127.0.0.1", port, path, rejectUnauthorized: false, ...(as ?? {}) },
+      (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => {
+          body += d.toString();
+        });
+        res.on("end", () => done({ code: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on("error", fail);
+    req.end();
+  });
+}
+
+beforeAll(async () => {
+  const dir = tempDir("setpoint-logs-");
+  markers = tempDir("setpoint-logs-markers-");
+  const images = testImageStore(join(dir, "images"));
+  up = await startSetpoint(["--data-dir", join(dir, "up")]);
+  agent = await startAgentProcess({
+    kubeconfig: up.kubeconfig,
+    nodeName: NODE,
+    dataDir: join(dir, "agent"),
+    imageDir: images.root,
+    range: RANGE,
+  });
+  client = new Client(loadKubeconfig({ path: up.kubeconfig }));
+  kubectl = new Kubectl(up.kubeconfig);
+  // First crashes, then runs: started first, as its restart waits out the back-off (10 s).
+  await client.create<Pod>(
+    pod("crash", [
+      {
+        name: "main",
+        cmd: `if [ -f ${markers}/ran ]; then echo second run; exec sleep 3600; else touch ${markers}/ran; echo first run; exit 3; fi`,
+      },
+    ]),
+  );
+  await client.create<Pod>(
+    pod("two", [
+      { name: "a", cmd: "echo a1; echo a2; echo a3; exec sleep 3600" },
+      { name: "b", cmd: "echo b-line; exec sleep 3600" },
+    ]),
+  );
+  await client.create<Pod>(
+    pod("ticker", [
+      { name: "tick", cmd: "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done" },
+    ]),
+  );
+  await eventually(
+    "the Pods running",
+    async () =>
+      (await podStatus("two"))?.phase === "Running" &&
+      (await podStatus("ticker"))?.phase === "Running",
+    30_000,
+  );
+}, 90_000);
+
+afterAll(async () => {
+  await kubectl?.close();
+  client?.close();
+  if (agent) await stopChild(agent.child);
+  killPodProcesses(RANGE);
+  await up?.stop();
+  removeTempDirs();
+});
+
+it("serves a container's log through the apiserver, with -c, --tail and --limit-bytes", async () => {
+  const k = kubectl!;
+  await eventually(
+    "a's lines",
+    async () => (await k.ok(["logs", "two", "-c", "a"])) === "a1\na2\na3\n",
+  );
+  expect(await k.ok(["logs", "two", "-c", "b"])).toBe("b-line\n");
+  expect(await k.ok(["logs", "two", "-c", "a", "--tail=1"])).toBe("a3\n");
+  expect(await k.ok(["logs", "two", "-c", "a", "--tail=0"])).toBe("");
+  expect(await k.ok(["logs", "two", "-c", "a", "--limit-bytes=4"])).toBe("a1\na");
+  expect(await k.ok(["logs", "pod/two", "--container=a", "--tail=2"])).toBe("a2\na3\n");
+});
+
+it("refuses as Kubernetes does", async () => {
+  const k = kubectl!;
+  // kubectl picks the first container itself and says so; the server refuses to guess.
+  const none = await k.run(["logs", "two"]);
+  expect(none.stdout).toBe("a1\na2\na3\n");
+  expect(none.stderr).toContain('Defaulted container "a" out of: a, b');
+  const raw = await k.fails(["get", "--raw", "/api/v1/namespaces/default/pods/two/log"]);
+  expect(raw.stderr).toContain(
+    "a container name must be specified for pod two, choose one of: [a b]",
+  );
+  expect((await k.fails(["logs", "two", "-c", "nope"])).stderr).toContain(
+    "container nope is not valid for pod two",
+  );
+  expect((await k.fails(["logs", "two", "-c", "a", "--previous"])).stderr).toContain(
+    'previous terminated container "a" in pod "two" not found',
+  );
+  expect((await k.fails(["logs", "two", "-c", "a", "--timestamps"])).stderr).toContain(
+    "do not record when each line was written",
+  );
+  const invalid = await k.fails([
+    "get",
+    "--raw",
+    "/api/v1/namespaces/default/pods/two/log?container=a&tailLines=-2",
+  ]);
+  expect(invalid.stderr).toContain("must be greater than or equal to 0");
+  expect((await k.fails(["logs", "missing"])).stderr).toContain('pods "missing" not found');
+});
+
+it("answers an unscheduled Pod with nothing, and a node it cannot reach with a 500", async () => {
+  const c = client!;
+  await c.create<Pod>(pod("pending", [{ name: "main", cmd: "echo never" }], ""));
+  expect(await kubectl!.ok(["get", "--raw", "/api/v1/namespaces/default/pods/pending/log"])).toBe(
+    "",
+  );
+  const ghost = await c.create<Node>({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "ghost" },
+  } as Node);
+  await c.updateStatus<Node>({
+    ...ghost,
+    status: {
+      addresses: [{ type: "InternalIP", address: "127.0.0.1" }],
+      daemonEndpoints: { kubeletEndpoint: { Port: 1 } },
+    },
+  } as Node);
+  await c.create<Pod>(pod("stranded", [{ name: "main", cmd: "echo never" }], "ghost"));
+  const r = await kubectl!.fails(["logs", "stranded"]);
+  expect(r.stderr).toContain(
+    'Get "https://127.0.0.1:1/containerLogs/default/stranded/main": dial tcp 127.0.0.1:1: connect: connection refused',
+  );
+});
+
+it("follows a log as it is written until the client goes", async () => {
+  const k = kubectl!;
+  const follow = k.start(["logs", "-f", "ticker"]);
+  const first = Number((await follow.waitFor(/tick (\d+)\n/))[1]);
+  // Lines written after the request started arrive on the open stream.
+  await follow.waitFor(new RegExp(`tick ${first + 5}\\n`), 15_000);
+  await follow.stop();
+  expect(follow.stdout.startsWith("tick 0\n")).toBe(true);
+});
+
+it("serves --previous after a restart", async () => {
+  const k = kubectl!;
+  await eventually(
+    "the crashed container restarted",
+    async () => {
+      const s = await podStatus("crash");
+      const c = s?.containerStatuses?.[0];
+      return c?.restartCount === 1 && c.state?.running ? c : undefined;
+    },
+    40_000,
+    250,
+  );
+  await eventually(
+    "the second run's line",
+    async () => (await k.ok(["logs", "crash"])) === "second run\n",
+  );
+  expect(await k.ok(["logs", "crash", "--previous"])).toBe("first run\n");
+}, 60_000);
+
+it("lets only the apiserver read logs straight from the agent", async () => {
+  const node = await client!.get<Node>(NODES, NODE);
+  const port = node.status?.daemonEndpoints?.kubeletEndpoint?.Port ?? 0;
+  expect(port).toBeGreaterThan(0);
+  expect(node.status?.addresses).toEqual(
+    expect.arrayContaining([{ type: "InternalIP", address: "127.0.0.1" }]),
+  );
+  const path = "/containerLogs/default/two/a";
+  const anonymous = await agentGet(port, path);
+  expect(anonymous.code).toBe(401);
+  expect(anonymous.body).not.toContain("a1");
+  // A certificate the cluster CA signed, but not the apiserver's: forbidden.
+  const admin = loadKubeconfig({ path: up!.kubeconfig, context: "setpoint-cert" });
+  const asAdmin = await agentGet(port, path, {
+    cert: String(admin.cert),
+    key: String(admin.key),
+  });
+  expect(asAdmin.code).toBe(403);
+  expect(asAdmin.body).toContain("Forbidden (user=admin");
+});
