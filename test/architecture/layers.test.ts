@@ -71,13 +71,14 @@ const LAYERS: Record<string, readonly string[]> = {
 };
 
 /**
- * The folders of src/apiserver and the folders each may import: tokens and wire at
- * the bottom, then the watch caches, the resource store, discovery and the CRD loop,
+ * The folders of src/apiserver and the folders each may import: the audit log's
+ * recording (which the wire and the endpoints report to) at the bottom, tokens and wire, then the watch caches, the resource store, discovery and the CRD loop,
  * the HTTP endpoints, metrics, and the server process on top.
  */
 const APISERVER_FOLDERS: Record<string, readonly string[]> = {
+  audit: [],
   tokens: [],
-  wire: [],
+  wire: ["audit"],
   streaming: [],
   watchcache: ["wire"],
   authz: ["watchcache"],
@@ -94,9 +95,10 @@ const APISERVER_FOLDERS: Record<string, readonly string[]> = {
     "discovery",
     "authz",
     "admission",
+    "audit",
   ],
   metrics: ["endpoints", "store"],
-  server: ["tokens", "wire", "store", "discovery", "crd", "endpoints", "metrics"],
+  server: ["audit", "tokens", "wire", "store", "discovery", "crd", "endpoints", "metrics"],
 };
 
 /** The folder of a file under src/apiserver/, or undefined for other files. */

@@ -5,8 +5,23 @@
  * paths), API group, version, resource, subresource, namespace and name.
  */
 import type { IncomingMessage } from "node:http";
-import { parseRoute } from "../endpoints/routes.ts";
 import type { AuditAttributes } from "./policy.ts";
+
+/** The request's path as the server's router reads it (a resource, or anything else). */
+export type AuditRoute =
+  | {
+      kind: "resource";
+      group: string;
+      version: string;
+      plural: string;
+      namespace?: string;
+      name?: string;
+      subresource?: string;
+      watchPrefix: boolean;
+    }
+  | { kind: string }
+  | null
+  | undefined;
 
 export interface RequestAttributes extends AuditAttributes {
   apiVersion: string;
@@ -21,6 +36,7 @@ export function requestAttributes(
   path: string,
   query: URLSearchParams,
   user: AuditAttributes["user"],
+  parsed: AuditRoute,
 ): RequestAttributes {
   const method = (req.method ?? "GET").toUpperCase();
   const attrs: RequestAttributes = {
@@ -35,8 +51,8 @@ export function requestAttributes(
     namespace: "",
     name: "",
   };
-  const route = parseRoute(path);
-  if (route?.kind !== "resource") return attrs;
+  if (parsed?.kind !== "resource") return attrs;
+  const route = parsed as Extract<AuditRoute, { plural: string }>;
   attrs.resourceRequest = true;
   attrs.apiGroup = route.group;
   attrs.apiVersion = route.version;

@@ -10,11 +10,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
-import {
-  decodeProtobufObject,
-  decodeProtobufResponse,
-  isProtobufContentType,
-} from "../wire/protobuf/index.ts";
 import { type RequestAttributes, sourceIPs } from "./attributes.ts";
 import type { AuditLogWriter } from "./log-writer.ts";
 import { type AuditDecision, atLeast, type Level, type Stage } from "./policy.ts";
@@ -89,22 +84,31 @@ function stripManagedFields(v: unknown): unknown {
 }
 
 /**
- * A body as an object for the event (JSON, YAML or Kubernetes protobuf, which the
- * event shows as JSON, as kube-apiserver does); undefined when it cannot be read.
+ * Reads a body of another encoding than JSON or YAML (the server's Kubernetes
+ * protobuf) into its JSON form; undefined when it cannot. `response`: an answer of
+ * the server rather than a request's body.
  */
-function decodeBody(body: Buffer, contentType: string | undefined, response: boolean): unknown {
+export type OtherBodyDecoder = (body: Buffer, contentType: string, response: boolean) => unknown;
+
+/**
+ * A body as an object for the event (JSON, YAML, or what `other` reads, shown as
+ * JSON as kube-apiserver shows it); undefined when it cannot be read.
+ */
+function decodeBody(
+  body: Buffer,
+  contentType: string | undefined,
+  response: boolean,
+  other: OtherBodyDecoder | undefined,
+): unknown {
   if (body.length === 0) return undefined;
   const type = (contentType ?? "application/json").toLowerCase();
   try {
-    if (isProtobufContentType(type)) {
-      return response ? decodeProtobufResponse(body) : decodeProtobufObject(body);
-    }
     if (type.includes("json")) return JSON.parse(body.toString("utf8"));
     if (type.includes("yaml")) return parseYaml(body.toString("utf8"));
+    return other?.(body, type, response);
   } catch {
     return undefined;
   }
-  return undefined;
 }
 
 const records = new WeakMap<object, AuditRecord>();
@@ -170,6 +174,7 @@ export function failedAuthenticationMessage(req: IncomingMessage): string {
 /** One audited request. */
 export class AuditRecord {
   readonly #writer: AuditLogWriter;
+  readonly #decodeOther: OtherBodyDecoder | undefined;
   readonly #decision: AuditDecision;
   readonly #event: Record<string, unknown>;
   readonly #objectRef: ObjectRef | undefined;
@@ -189,8 +194,10 @@ export class AuditRecord {
     req: IncomingMessage,
     attrs: RequestAttributes,
     user: AuditUser | undefined,
+    decodeOther?: OtherBodyDecoder,
   ) {
     this.#writer = writer;
+    this.#decodeOther = decodeOther;
     this.#decision = decision;
     this.#received = microTime(now());
     if (attrs.resourceRequest) {
@@ -300,7 +307,12 @@ export class AuditRecord {
     const objectRef = this.#objectRef ? { ...this.#objectRef } : undefined;
     let requestObject: unknown;
     if (stage !== "RequestReceived" && this.#requestBody) {
-      const decoded = decodeBody(this.#requestBody.body, this.#requestBody.contentType, false);
+      const decoded = decodeBody(
+        this.#requestBody.body,
+        this.#requestBody.contentType,
+        false,
+        this.#decodeOther,
+      );
       if (objectRef && isObject(decoded) && isObject(decoded.metadata) && this.#isObjectBody()) {
         // As kube-apiserver fills in what the URL leaves out (a create's name).
         const m = decoded.metadata;
@@ -328,7 +340,8 @@ export class AuditRecord {
     if (requestObject !== undefined) ev.requestObject = requestObject;
     if (stage === "ResponseComplete" && atLeast(level, "RequestResponse") && this.#chunks) {
       const body = Buffer.concat(this.#chunks);
-      const decoded = decodeBody(body, String(res?.getHeader("content-type") ?? ""), true);
+      const type = String(res?.getHeader("content-type") ?? "");
+      const decoded = decodeBody(body, type, true, this.#decodeOther);
       if (decoded !== undefined) {
         ev.responseObject = this.#decision.omitManagedFields
           ? stripManagedFields(decoded)
@@ -380,6 +393,7 @@ export interface BeginOptions {
   attrs: RequestAttributes;
   user: AuditUser | undefined;
   longRunning: boolean;
+  decodeOther?: OtherBodyDecoder;
 }
 
 /** The request's audit ID: the client's `Audit-ID` header, or a new one. */
@@ -408,7 +422,15 @@ export function failedAuthenticationRecord(
  * RequestReceived event and arranges the others.
  */
 export function beginRecord(o: BeginOptions, auditID: string): AuditRecord {
-  const record = new AuditRecord(o.writer, o.decision, auditID, o.req, o.attrs, o.user);
+  const record = new AuditRecord(
+    o.writer,
+    o.decision,
+    auditID,
+    o.req,
+    o.attrs,
+    o.user,
+    o.decodeOther,
+  );
   records.set(o.req, record);
   records.set(o.res, record);
   record.emit("RequestReceived");

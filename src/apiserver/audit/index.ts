@@ -6,17 +6,19 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { requestAttributes } from "./attributes.ts";
+import { type AuditRoute, requestAttributes } from "./attributes.ts";
 import {
   type AuditRecord,
   type AuditUser,
   auditIdOf,
   beginRecord,
   failedAuthenticationRecord,
+  type OtherBodyDecoder,
 } from "./event.ts";
 import { type AuditLogOptions, AuditLogWriter } from "./log-writer.ts";
 import { evaluatePolicy, type Policy } from "./policy.ts";
 
+export type { AuditRoute } from "./attributes.ts";
 export {
   type AuditUser,
   auditAnnotate,
@@ -25,6 +27,7 @@ export {
   auditResponseStatus,
   failedAuthenticationMessage,
   microTime,
+  type OtherBodyDecoder,
 } from "./event.ts";
 export { type AuditLogOptions, AuditLogWriter, DEFAULT_MAX_SIZE_MB } from "./log-writer.ts";
 export {
@@ -46,18 +49,27 @@ export interface AuditOptions extends Omit<AuditLogOptions, "logger"> {
 export class Auditor {
   readonly #policy: Policy;
   readonly #writer: AuditLogWriter;
+  readonly #decodeOther: OtherBodyDecoder | undefined;
 
-  private constructor(policy: Policy, writer: AuditLogWriter) {
+  private constructor(policy: Policy, writer: AuditLogWriter, decodeOther?: OtherBodyDecoder) {
     this.#policy = policy;
     this.#writer = writer;
+    this.#decodeOther = decodeOther;
   }
 
-  /** Opens the log (creating its directory) and returns the auditor. */
-  static async start(opts: AuditOptions, logger?: Logger): Promise<Auditor> {
+  /**
+   * Opens the log (creating its directory) and returns the auditor. `decodeOther`
+   * reads bodies that are neither JSON nor YAML (protobuf) for the events.
+   */
+  static async start(
+    opts: AuditOptions,
+    logger?: Logger,
+    decodeOther?: OtherBodyDecoder,
+  ): Promise<Auditor> {
     const { policy, ...log } = opts;
     const writer = new AuditLogWriter({ ...log, ...(logger ? { logger } : {}) });
     await writer.open();
-    return new Auditor(policy, writer);
+    return new Auditor(policy, writer, decodeOther);
   }
 
   /**
@@ -70,15 +82,25 @@ export class Auditor {
     user: AuditUser | undefined,
     path: string,
     query: URLSearchParams,
+    route: AuditRoute,
     longRunning: boolean,
   ): AuditRecord | undefined {
     const auditID = auditIdOf(req);
     res.setHeader("Audit-Id", auditID);
-    const attrs = requestAttributes(req, path, query, user);
+    const attrs = requestAttributes(req, path, query, user, route);
     const decision = evaluatePolicy(this.#policy, attrs);
     if (decision.level === "None") return undefined;
     return beginRecord(
-      { writer: this.#writer, decision, req, res, attrs, user, longRunning },
+      {
+        writer: this.#writer,
+        decision,
+        req,
+        res,
+        attrs,
+        user,
+        longRunning,
+        ...(this.#decodeOther ? { decodeOther: this.#decodeOther } : {}),
+      },
       auditID,
     );
   }
@@ -89,11 +111,12 @@ export class Auditor {
     res: ServerResponse,
     path: string,
     query: URLSearchParams,
+    route: AuditRoute,
     message: string,
   ): void {
     const auditID = auditIdOf(req);
     res.setHeader("Audit-Id", auditID);
-    const attrs = requestAttributes(req, path, query, undefined);
+    const attrs = requestAttributes(req, path, query, undefined, route);
     const decision = evaluatePolicy(this.#policy, attrs);
     if (decision.level === "None" || decision.omitStages.has("ResponseStarted")) return;
     failedAuthenticationRecord(

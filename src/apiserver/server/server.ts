@@ -23,6 +23,7 @@ import {
 } from "../audit/index.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
+import { parseRoute } from "../endpoints/routes.ts";
 import {
   type ApiMetrics,
   classifyRequest,
@@ -33,6 +34,11 @@ import {
 } from "../metrics/index.ts";
 import { CLAIMS_REPAIR_INTERVAL_MS, repairClaims } from "../store/index.ts";
 import { ServiceAccountTokens } from "../tokens/index.ts";
+import {
+  decodeProtobufObject,
+  decodeProtobufResponse,
+  isProtobufContentType,
+} from "../wire/protobuf/index.ts";
 import {
   ANONYMOUS_ADMIN,
   type Authenticator,
@@ -168,7 +174,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     throw new Error(`unsupported Kubernetes minor version ${minor}: use 27 to 33`);
   }
   const version = versionInfo(minor);
-  const auditor = opts.audit ? await Auditor.start(opts.audit, logger) : undefined;
+  const auditor = opts.audit
+    ? await Auditor.start(opts.audit, logger, (body, type, response) => {
+        if (!isProtobufContentType(type)) return undefined;
+        return response ? decodeProtobufResponse(body) : decodeProtobufObject(body);
+      })
+    : undefined;
 
   const serviceAccountTokens = new ServiceAccountTokens({
     key: opts.serviceAccountKey ?? randomBytes(32),
@@ -341,7 +352,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         // Audited as whoever the credentials say, or as anonymous (kube-apiserver serves
         // these paths to anyone too).
         const caller = authenticator ? (authenticator.authenticate(req) ?? ANONYMOUS) : user0;
-        auditor.begin(req, res, caller, path, queryOf(url, q), false);
+        auditor.begin(req, res, caller, path, queryOf(url, q), undefined, false);
       }
       if (path === "/version") {
         sendJson(res, 200, version);
@@ -359,6 +370,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           res,
           path,
           queryOf(url, q),
+          parseRoute(path),
           failedAuthenticationMessage(req),
         );
         sendStatus(res, errors.unauthorized());
@@ -367,7 +379,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
     const query = queryOf(url, q);
     const info = classifyRequest(req, path, query);
-    const record = auditor?.begin(req, res, user, path, query, info.longRunning);
+    const record = auditor?.begin(req, res, user, path, query, parseRoute(path), info.longRunning);
     if (path === "/metrics") {
       serveMetrics(res);
       return;
