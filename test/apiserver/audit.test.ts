@@ -13,7 +13,12 @@ import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PolicyError, parsePolicy } from "../../src/apiserver/audit/index.ts";
+import {
+  type AuditAttributes,
+  evaluatePolicy,
+  PolicyError,
+  parsePolicy,
+} from "../../src/apiserver/audit/index.ts";
 import { parseAuditFlags } from "../../src/cli/up.ts";
 import { Kubectl } from "../e2e/helpers/kubectl.ts";
 import { eventually } from "../helpers/poll.ts";
@@ -453,6 +458,84 @@ describe("audit log rotation", () => {
 });
 
 describe("audit policy", () => {
+  const MATCHING = parsePolicy(`{
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+    "omitStages": ["RequestReceived"], "omitManagedFields": true,
+    "rules": [
+      {"level": "None", "users": ["system:kube-proxy"], "verbs": ["watch"]},
+      {"level": "RequestResponse", "resources": [{"group": "", "resources": ["pods/log"]}]},
+      {"level": "Request", "resources": [{"group": "", "resources": ["*/status"]}], "omitManagedFields": false},
+      {"level": "Metadata", "resources": [{"group": "apps", "resources": ["deployments/*"]}]},
+      {"level": "Request", "resources": [{"group": "", "resources": ["configmaps"], "resourceNames": ["cfg"]}]},
+      {"level": "Metadata", "userGroups": ["ops"], "namespaces": ["kube-system", ""]},
+      {"level": "Request", "nonResourceURLs": ["/apis*", "/version"], "omitStages": ["ResponseStarted"]},
+      {"level": "RequestResponse", "resources": [{"group": "example.com", "resources": ["*"]}]}
+    ]
+  }`);
+  const at = (over: Partial<AuditAttributes>): AuditAttributes => ({
+    user: { name: "alice", groups: ["dev"] },
+    verb: "get",
+    resourceRequest: true,
+    path: "/api/v1/namespaces/default/pods/p",
+    apiGroup: "",
+    resource: "pods",
+    subresource: "",
+    namespace: "default",
+    name: "p",
+    ...over,
+  });
+  const level = (over: Partial<AuditAttributes>) => evaluatePolicy(MATCHING, at(over)).level;
+
+  it("matches rules in order, as kube-apiserver's policy checker does", () => {
+    expect(level({ user: { name: "system:kube-proxy", groups: [] }, verb: "watch" })).toBe("None");
+    expect(level({ user: { name: "system:kube-proxy", groups: [] }, subresource: "log" })).toBe(
+      "RequestResponse",
+    );
+    expect(level({ subresource: "log" })).toBe("RequestResponse");
+    expect(level({})).toBe("None");
+    expect(level({ subresource: "status" })).toBe("Request");
+    expect(level({ resource: "widgets", apiGroup: "example.com", subresource: "status" })).toBe(
+      "RequestResponse",
+    );
+    expect(level({ apiGroup: "apps", resource: "deployments", subresource: "scale" })).toBe(
+      "Metadata",
+    );
+    // As in Kubernetes, "deployments/*" also matches the resource itself.
+    expect(level({ apiGroup: "apps", resource: "deployments" })).toBe("Metadata");
+    expect(level({ apiGroup: "apps", resource: "replicasets" })).toBe("None");
+    expect(level({ resource: "configmaps", name: "cfg" })).toBe("Request");
+    expect(level({ resource: "configmaps", name: "other" })).toBe("None");
+    expect(level({ user: { name: "bob", groups: ["ops"] }, namespace: "kube-system" })).toBe(
+      "Metadata",
+    );
+    expect(
+      level({ user: { name: "bob", groups: ["ops"] }, resource: "nodes", namespace: "" }),
+    ).toBe("Metadata");
+    expect(level({ user: { name: "bob", groups: ["ops"] } })).toBe("None");
+    const nonResource = { resourceRequest: false, resource: "", namespace: "", name: "" };
+    expect(level({ ...nonResource, path: "/apis/apps/v1" })).toBe("Request");
+    expect(level({ ...nonResource, path: "/version" })).toBe("Request");
+    expect(level({ ...nonResource, path: "/versions" })).toBe("None");
+    // A rule with namespaces never matches a non-resource request.
+    expect(level({ ...nonResource, user: { name: "bob", groups: ["ops"] }, path: "/x" })).toBe(
+      "None",
+    );
+    expect(level({ user: undefined, apiGroup: "example.com", resource: "things" })).toBe(
+      "RequestResponse",
+    );
+  });
+
+  it("adds the policy's omitted stages to the rule's, and lets a rule override omitManagedFields", () => {
+    const nr = evaluatePolicy(
+      MATCHING,
+      at({ resourceRequest: false, path: "/version", resource: "", name: "", namespace: "" }),
+    );
+    expect([...nr.omitStages].sort()).toEqual(["RequestReceived", "ResponseStarted"]);
+    expect(nr.omitManagedFields).toBe(true);
+    expect(evaluatePolicy(MATCHING, at({ subresource: "status" })).omitManagedFields).toBe(false);
+    expect([...evaluatePolicy(MATCHING, at({})).omitStages]).toEqual([]);
+  });
+
   it("refuses invalid policies with what is wrong", () => {
     expect(() => parsePolicy("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: []\n")).toThrow(
       "loaded illegal policy with 0 rules",

@@ -31,6 +31,8 @@ export {
 } from "./event.ts";
 export { type AuditLogOptions, AuditLogWriter, DEFAULT_MAX_SIZE_MB } from "./log-writer.ts";
 export {
+  type AuditAttributes,
+  type AuditDecision,
   evaluatePolicy,
   LEVELS,
   type Level,
