@@ -12,11 +12,16 @@
  * is only that record, so the output is JSON lines only.
  */
 
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, open, readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
-import { type AuditOptions, PolicyError, parsePolicy } from "../apiserver/audit/index.ts";
+import {
+  type AuditOptions,
+  type Policy,
+  PolicyError,
+  parsePolicy,
+} from "../apiserver/audit/index.ts";
 import { parseTokenFile, TokenFileError, type UserInfo } from "../apiserver/server/auth.ts";
 import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
 import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
@@ -231,15 +236,25 @@ export async function parseAuditFlags(values: {
   } catch (e) {
     throw new UsageError(`--audit-policy-file: ${e instanceof Error ? e.message : String(e)}`);
   }
+  let policy: Policy;
   try {
-    const policy = parsePolicy(text);
-    return { policy, path: path === "-" ? "-" : resolve(path), ...rotation };
+    policy = parsePolicy(text);
   } catch (e) {
     if (e instanceof PolicyError) {
       throw new UsageError(`--audit-policy-file: invalid audit policy ${policyFile}: ${e.message}`);
     }
     throw e;
   }
+  if (path === "-") return { policy, path, ...rotation };
+  const file = resolve(path);
+  try {
+    // As kube-apiserver does at start: the directory made, the file openable for appending.
+    await mkdir(dirname(file), { recursive: true });
+    await (await open(file, "a", 0o600)).close();
+  } catch (e) {
+    throw new UsageError(`--audit-log-path: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return { policy, path: file, ...rotation };
 }
 
 export async function up(argv: string[]): Promise<number> {

@@ -1,6 +1,7 @@
 /**
  * The audit log over real HTTP and the real kubectl: a policy (Secrets at
- * Metadata, ConfigMaps at RequestResponse without managed fields, `get` of
+ * Metadata, ConfigMaps at RequestResponse without managed fields, ServiceAccounts at
+ * Request, `get` of
  * Namespaces at None, the server's own requests at None, RequestReceived omitted
  * everywhere) decides which requests leave which `audit.k8s.io/v1` Events in the
  * file, with the user, the impersonated user, the object reference, the response
@@ -40,6 +41,8 @@ rules:
   resources: [{group: "", resources: [configmaps]}]
 - level: Metadata
   nonResourceURLs: [/version, /healthz*]
+- level: Request
+  resources: [{group: "", resources: [serviceaccounts]}]
 - level: None
 `;
 
@@ -260,6 +263,48 @@ describe("the audit log", () => {
       data: { k: "v" },
     });
     expect(ev.responseObject?.metadata).not.toHaveProperty("managedFields");
+
+    // A patch's requestObject is the patch as sent.
+    await admin.ok([
+      "patch",
+      "configmap",
+      "cm1",
+      "-n",
+      "default",
+      "--type=merge",
+      "-p",
+      '{"data":{"k":"w"}}',
+    ]);
+    const [patched] = await eventsWhere(logPath, (e) => e.verb === "patch");
+    expect(patched!.requestObject).toEqual({ data: { k: "w" } });
+    expect(patched!.objectRef).toEqual({
+      resource: "configmaps",
+      namespace: "default",
+      name: "cm1",
+      apiVersion: "v1",
+    });
+    expect(patched!.responseObject).toMatchObject({ kind: "ConfigMap", data: { k: "w" } });
+  });
+
+  it("logs the request object at Request, not the response", async () => {
+    const [ev] = await eventsWhere(
+      logPath,
+      (e) => e.verb === "create" && e.objectRef?.resource === "serviceaccounts",
+    );
+    common(ev!);
+    expect(ev!.level).toBe("Request");
+    expect(ev!.objectRef).toEqual({
+      resource: "serviceaccounts",
+      namespace: "default",
+      name: "viewer",
+      apiVersion: "v1",
+    });
+    expect(ev!.requestObject).toMatchObject({
+      kind: "ServiceAccount",
+      metadata: { name: "viewer" },
+    });
+    expect(ev).not.toHaveProperty("responseObject");
+    expect(ev!.responseStatus).toEqual({ metadata: {}, code: 201 });
   });
 
   it("answers with the Audit-Id of the events; a watch has ResponseStarted; get of a Namespace is not logged", async () => {

@@ -138,6 +138,19 @@ describe("setpoint up with an audit log", () => {
       );
       expect(bad.stderr).not.toMatch(/^\s+at /m);
       expect(bad.stdout).not.toContain("Setpoint is serving");
+      const unwritable = await runSetpoint([
+        "up",
+        "--data-dir",
+        join(dir, "bad-data"),
+        "--no-agent",
+        "--no-gateway",
+        "--audit-policy-file",
+        policyFile,
+        "--audit-log-path",
+        join(policyFile, "audit.log"),
+      ]);
+      expect(unwritable.code, unwritable.stderr).toBe(2);
+      expect(unwritable.stderr).toMatch(/--audit-log-path: .*(ENOTDIR|EEXIST)/);
       const help = await runSetpoint(["up", "--help"]);
       for (const flag of [
         "--audit-policy-file",
