@@ -117,6 +117,42 @@ describe("setpoint up with an audit log", () => {
   );
 
   it(
+    'writes the events to stdout with --audit-log-path "-"',
+    async () => {
+      const out = await startSetpoint([
+        "--data-dir",
+        join(dir, "data-stdout"),
+        "--no-controllers",
+        "--audit-policy-file",
+        policyFile,
+        "--audit-log-path",
+        "-",
+      ]);
+      try {
+        const k = new Kubectl(out.kubeconfig);
+        try {
+          await k.ok(["get", "secrets", "-n", "kube-system"]);
+        } finally {
+          await k.close();
+        }
+      } finally {
+        const exit = await out.stop();
+        expect(exit.code).toBe(0);
+      }
+      const events = out
+        .stdout()
+        .split("\n")
+        .filter((l) => l.startsWith("{") && l.includes('"audit.k8s.io/v1"'))
+        .map((l) => JSON.parse(l) as AuditEvent);
+      expect(events.map((e) => [e.verb, e.stage, e.objectRef?.namespace])).toEqual([
+        ["list", "RequestReceived", "kube-system"],
+        ["list", "ResponseComplete", "kube-system"],
+      ]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     "refuses an invalid policy as a usage error, and documents the flags",
     async () => {
       const bad = await runSetpoint([
