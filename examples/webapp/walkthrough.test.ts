@@ -88,6 +88,8 @@ function run(file: string, args: string[], stdin = ""): Promise<Run> {
         });
       },
     );
+    // A command that exits before reading its input (kubectl with no server) closes the pipe.
+    child.stdin?.on("error", () => {});
     child.stdin?.end(stdin);
   });
 }

@@ -268,17 +268,26 @@ async function memberSpecs(names: string[], extraArgs: string[]): Promise<Member
   });
 }
 
+/** Times a start is tried again on other ports when one was taken between picking and binding. */
+const PORT_RACE_ATTEMPTS = 3;
+
+const portTaken = (err: unknown): boolean =>
+  err instanceof Error && err.message.includes("address already in use");
+
 /** Starts a one-member etcd on free ports with a fresh data dir, and waits until it is healthy. */
 export async function startEtcd(opts: StartEtcdOptions = {}): Promise<EtcdProcess> {
-  const [spec] = await memberSpecs([opts.name ?? "etcd"], opts.extraArgs ?? []);
-  const proc = new EtcdProcess(spec);
-  try {
-    await proc.start();
-  } catch (err) {
-    await proc.destroy();
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    const [spec] = await memberSpecs([opts.name ?? "etcd"], opts.extraArgs ?? []);
+    const proc = new EtcdProcess(spec);
+    try {
+      await proc.start();
+      return proc;
+    } catch (err) {
+      await proc.destroy();
+      // A free port can be taken by another process before etcd binds it.
+      if (!portTaken(err) || attempt >= PORT_RACE_ATTEMPTS) throw err;
+    }
   }
-  return proc;
 }
 
 /** A throwaway etcd cluster of several members. */
@@ -293,18 +302,20 @@ export interface EtcdCluster {
 /** Starts an etcd cluster of `size` members (default 3) and waits until all are healthy. */
 export async function startEtcdCluster(size = 3, extraArgs: string[] = []): Promise<EtcdCluster> {
   const names = Array.from({ length: size }, (_, i) => `m${i}`);
-  const members = (await memberSpecs(names, extraArgs)).map((s) => new EtcdProcess(s));
-  const destroy = async () => {
-    await Promise.all(members.map((m) => m.destroy()));
-  };
-  try {
-    for (const m of members) m.spawn();
-    await Promise.all(members.map((m) => m.waitHealthy()));
-  } catch (err) {
-    await destroy();
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    const members = (await memberSpecs(names, extraArgs)).map((s) => new EtcdProcess(s));
+    const destroy = async () => {
+      await Promise.all(members.map((m) => m.destroy()));
+    };
+    try {
+      for (const m of members) m.spawn();
+      await Promise.all(members.map((m) => m.waitHealthy()));
+      return { members, endpoints: members.map((m) => m.clientUrl), destroy };
+    } catch (err) {
+      await destroy();
+      if (!portTaken(err) || attempt >= PORT_RACE_ATTEMPTS) throw err;
+    }
   }
-  return { members, endpoints: members.map((m) => m.clientUrl), destroy };
 }
 
 /**

@@ -216,5 +216,14 @@ describe("loadKubeconfig", () => {
       ),
     );
     expect(() => loadKubeconfig({ path: bad, env: noEnv })).toThrow(/no list of servers/);
+    // The guide's example (docs/runtime.md shows this file).
+    const guide = loadKubeconfig({
+      path: join(
+        import.meta.dirname,
+        "../../examples/configmapset/guide/several-apiservers.kubeconfig.yaml",
+      ),
+      env: noEnv,
+    });
+    expect(guide.servers).toEqual(["https://10.0.0.1:6443", "https://10.0.0.2:6443"]);
   });
 });

@@ -323,16 +323,19 @@ export class PodWorker {
         ? c.workingDir
         : join(stored.rootfs, c.workingDir)
       : join(stored.rootfs, stored.manifest.workingDir ?? ".");
-    if (rec.terminated) rec.restartCount++;
+    // The run's count: taken on once it has started (or failed to), so a status made while
+    // it is being spawned still shows the last run as it ended, with its own count.
+    const restartCount = rec.terminated ? rec.restartCount + 1 : rec.restartCount;
     const logPath = containerLogPath(
       podLogDir(this.deps.dataDir, meta.namespace ?? "default", meta.name ?? "", uid),
       c.name,
-      rec.restartCount,
+      restartCount,
     );
     const result =
       argv.length === 0
         ? ({ ok: false, message: "no command specified" } as const)
         : await spawnContainer({ argv, cwd, env, logPath, image, imageID: stored.digest });
+    rec.restartCount = restartCount;
     if (!result.ok) {
       rec.terminated = {
         exitCode: 128,

@@ -29,11 +29,16 @@ async function ensure(
   differs: (stored: Obj) => boolean,
 ): Promise<void> {
   const path = `${collection}/${NAME}`;
-  const got = await loopbackRequest(target, "GET", path);
+  let got = await loopbackRequest(target, "GET", path);
   if (got.code === 404) {
     const res = await loopbackRequest(target, "POST", collection, obj);
     if (res.code === 201 || res.code === 409) return;
-    throw new Error(`creating ${path}: HTTP ${res.code} ${JSON.stringify(res.body)}`);
+    // Another apiserver on the same storage may have created it meanwhile: its cluster
+    // IP is then taken (422, as kube-apiserver answers a second create naming it).
+    got = await loopbackRequest(target, "GET", path);
+    if (got.code !== 200) {
+      throw new Error(`creating ${path}: HTTP ${res.code} ${JSON.stringify(res.body)}`);
+    }
   }
   if (got.code !== 200) throw new Error(`reading ${path}: HTTP ${got.code}`);
   const stored = got.body as Obj;
