@@ -7,8 +7,9 @@
  * containers and none named, an unknown container, timestamps the files do not
  * record), a Pod on no node (empty, as in Kubernetes), a node whose agent cannot
  * be reached (500), and the agent's endpoint refusing a caller without the
- * apiserver's certificate (401, 403 for another identity).
+ * apiserver's certificate (401, 403 for another identity), and RBAC on `pods/log`.
  */
+import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import type { Node, Pod } from "@setpoint/api";
@@ -51,6 +52,23 @@ function pod(name: string, containers: { name: string; cmd: string }[], node = N
   } as Pod;
 }
 
+/** Open TCP connections to 127.0.0.1:`port` (from /proc/net/tcp). */
+function connectionsTo(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  return readFileSync("/proc/net/tcp", "utf8")
+    .split("\n")
+    .slice(1)
+    .filter((line) => {
+      const f = line.trim().split(/\s+/);
+      return f[1] === local && f[3] === "01";
+    }).length;
+}
+
+async function agentPort(): Promise<number> {
+  const node = await client!.get<Node>(NODES, NODE);
+  return node.status?.daemonEndpoints?.kubeletEndpoint?.Port ?? 0;
+}
+
 async function podStatus(name: string): Promise<Pod["status"]> {
   return (await client!.get<Pod>(POD, name, "default")).status;
 }
@@ -81,7 +99,9 @@ beforeAll(async () => {
   const dir = tempDir("setpoint-logs-");
   markers = tempDir("setpoint-logs-markers-");
   const images = testImageStore(join(dir, "images"));
-  up = await startSetpoint(["--data-dir", join(dir, "up")]);
+  const tokens = join(dir, "tokens.csv");
+  writeFileSync(tokens, "reader-token,reader,uid-reader\n");
+  up = await startSetpoint(["--data-dir", join(dir, "up"), "--token-auth-file", tokens]);
   agent = await startAgentProcess({
     kubeconfig: up.kubeconfig,
     nodeName: NODE,
@@ -197,12 +217,16 @@ it("answers an unscheduled Pod with nothing, and a node it cannot reach with a 5
 
 it("follows a log as it is written until the client goes", async () => {
   const k = kubectl!;
+  const port = await agentPort();
   const follow = k.start(["logs", "-f", "ticker"]);
   const first = Number((await follow.waitFor(/tick (\d+)\n/))[1]);
   // Lines written after the request started arrive on the open stream.
   await follow.waitFor(new RegExp(`tick ${first + 5}\\n`), 15_000);
+  expect(connectionsTo(port)).toBeGreaterThan(0);
   await follow.stop();
   expect(follow.stdout.startsWith("tick 0\n")).toBe(true);
+  // The apiserver closed its stream from the agent once kubectl went.
+  await eventually("the agent's connection closed", () => connectionsTo(port) === 0, 5_000);
 });
 
 it("serves --previous after a restart", async () => {
@@ -223,6 +247,18 @@ it("serves --previous after a restart", async () => {
   );
   expect(await k.ok(["logs", "crash", "--previous"])).toBe("first run\n");
 }, 60_000);
+
+it("authorizes pods/log with RBAC", async () => {
+  const k = kubectl!;
+  const raw = ["--token=reader-token", "get", "--raw"];
+  const path = "/api/v1/namespaces/default/pods/two/log?container=b";
+  expect((await k.fails([...raw, path])).stderr).toContain(
+    'User "reader" cannot get resource "pods/log" in API group "" in the namespace "default"',
+  );
+  await k.ok(["create", "role", "log-reader", "--verb=get", "--resource=pods/log"]);
+  await k.ok(["create", "rolebinding", "log-reader", "--role=log-reader", "--user=reader"]);
+  await eventually("the reader allowed", async () => (await k.ok([...raw, path])) === "b-line\n");
+});
 
 it("lets only the apiserver read logs straight from the agent", async () => {
   const node = await client!.get<Node>(NODES, NODE);

@@ -144,6 +144,8 @@ export async function serveNodeStream(
       cert: client.cert,
       key: client.key,
       rejectUnauthorized: false,
+      // A connection of its own: closed with the stream, none left idle to an agent.
+      agent: false,
       timeout: NODE_CONNECT_TIMEOUT_MS,
       headers: { accept: "text/plain" },
     });
