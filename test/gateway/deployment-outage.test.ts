@@ -277,7 +277,13 @@ it(
         await stopChild(agent.child);
         agent = await startAgentProcess(agentOpts);
         children.push(agent.child);
-        expect(agent.output()).toMatch(/"adopted":3,"restarted":0/);
+        // Its log is written asynchronously: the line may follow the endpoint's.
+        const restarted = agent;
+        const account = await eventually(
+          "the restarted agent's account of its Pods",
+          () => /"adopted":\d+,"restarted":\d+/.exec(restarted.output())?.[0],
+        );
+        expect(account).toBe('"adopted":3,"restarted":0');
         await sleep(Math.max(STEP_MS, (LONG ? 30_000 : 0) - (Date.now() - downAt)));
 
         // 5. The control plane returns; a new version rolls out under the load.
