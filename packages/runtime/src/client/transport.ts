@@ -15,6 +15,7 @@
  * could report a conflict that is not one; its error goes to the caller, which
  * retries as it retries any failure.
  */
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
@@ -219,6 +220,9 @@ export class Transport {
     const path = `${basePath}${spec.path}${qs ? `?${qs}` : ""}`;
     const describe = `${spec.method} ${spec.path}`;
     const timeoutMs = spec.timeoutMs ?? this.config.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // A signal shared by many requests in flight (an informer's, a manager's) gets one
+    // abort listener per request: that is not a leak, so Node is told not to warn of it.
+    if (spec.signal) setMaxListeners(0, spec.signal);
     return new Promise((resolve, reject) => {
       const req = this.protocol.request({
         protocol: base.protocol,
