@@ -11,7 +11,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
 import { closeLog, openLog } from "./logs.ts";
-import { isAlive, type ProcessIdentity, processStartTicks, signalGroup } from "./proc.ts";
+import {
+  groupExists,
+  isAlive,
+  type ProcessIdentity,
+  processStartTicks,
+  signalGroup,
+} from "./proc.ts";
 import type { RunningProcess } from "./record.ts";
 import { rfc3339 } from "./record.ts";
 
@@ -161,4 +167,11 @@ export async function stopProcess(
     await waitGone(proc, Date.now() + 5_000);
   }
   signalGroup(proc.pid, "SIGKILL");
+  // A killed process lingers until the kernel has torn it down: stopped means gone.
+  await waitGroupGone(proc.pid, Date.now() + 5_000);
+}
+
+/** Waits until no live process is left in the group led by `pgid`, or `deadline` passes. */
+async function waitGroupGone(pgid: number, deadline: number): Promise<void> {
+  while (groupExists(pgid) && Date.now() < deadline) await sleep(20);
 }

@@ -35,6 +35,8 @@ export interface ContainerRecord {
   process?: RunningProcess;
   /** The last run's end: `lastState` while it runs again or waits, else `state`. */
   terminated?: TerminatedRun;
+  /** The run before `terminated`: `lastState` while `terminated` is the state shown. */
+  previous?: TerminatedRun;
   /** Why it does not run (ContainerCreating, ErrImagePull, CrashLoopBackOff, ...). */
   waiting?: { reason: string; message?: string };
   /** The image of the last run, for the status of a container that does not run. */

@@ -7,7 +7,7 @@
  * image, imageID, containerID).
  */
 import type { ContainerStatus, PodCondition, PodStatus } from "@setpoint/api";
-import type { ContainerRecord, PodRecord } from "./record.ts";
+import type { ContainerRecord, PodRecord, TerminatedRun } from "./record.ts";
 import { rfc3339 } from "./record.ts";
 
 function containerStatus(
@@ -26,16 +26,7 @@ function containerStatus(
     state: {},
     lastState: {},
   };
-  const term = rec.terminated;
-  const terminated = term && {
-    exitCode: term.exitCode,
-    ...(term.signal ? { signal: term.signal } : {}),
-    reason: term.reason,
-    ...(term.message ? { message: term.message } : {}),
-    startedAt: term.startedAt,
-    finishedAt: term.finishedAt,
-    containerID: term.containerID,
-  };
+  const terminated = terminatedState(rec.terminated);
   if (rec.process) {
     status.containerID = rec.process.containerID;
     status.state = { running: { startedAt: rec.process.startedAt } };
@@ -49,8 +40,25 @@ function containerStatus(
   } else if (terminated) {
     status.containerID = terminated.containerID;
     status.state = { terminated };
+    // As the kubelet: the instance before the one shown, until the next run starts.
+    const previous = terminatedState(rec.previous);
+    if (previous) status.lastState = { terminated: previous };
   }
   return status;
+}
+
+function terminatedState(term: TerminatedRun | undefined) {
+  return (
+    term && {
+      exitCode: term.exitCode,
+      ...(term.signal ? { signal: term.signal } : {}),
+      reason: term.reason,
+      ...(term.message ? { message: term.message } : {}),
+      startedAt: term.startedAt,
+      finishedAt: term.finishedAt,
+      containerID: term.containerID,
+    }
+  );
 }
 
 function condition(

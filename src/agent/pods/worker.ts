@@ -337,6 +337,7 @@ export class PodWorker {
         : await spawnContainer({ argv, cwd, env, logPath, image, imageID: stored.digest });
     rec.restartCount = restartCount;
     if (!result.ok) {
+      rec.previous = rec.terminated;
       rec.terminated = {
         exitCode: 128,
         reason: "StartError",
@@ -421,6 +422,7 @@ export class PodWorker {
     l.child = undefined;
     l.unwatch = undefined;
     if (rec.process !== proc) return;
+    rec.previous = rec.terminated;
     rec.terminated = {
       exitCode: exit.exitCode,
       ...(exit.signal ? { signal: exit.signal } : {}),
