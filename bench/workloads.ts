@@ -7,6 +7,10 @@
  *
  * - baseline: BENCH_PODS (default 1,000) bare Pod creates through the API, 32 at a
  *   time (what the server alone does per second);
+ * - baseline for the same work: BENCH_PODS Pods each created, bound through the
+ *   binding subresource and given the status a simulated node posts, through the
+ *   API with nothing else running, 32 Pods at a time (the Deployment's ratio is
+ *   to this);
  * - a Deployment of BENCH_PODS replicas on BENCH_NODES (default 100) simulated
  *   nodes, from create to all available: Pods per second end to end (goal at
  *   least 300), and the API writes per Pod (creates, bindings, status writes and
@@ -22,6 +26,17 @@
  *   time until the node is Ready=Unknown (node monitor grace period set to
  *   BENCH_GRACE_S, default 5) and until every Pod is evicted, beside what was
  *   configured.
+ *
+ * The Deployment's time is broken down by stage, measured in the same run by a
+ * Pod watch started before the create: until every Pod exists, is bound to a
+ * node, is Ready (as the simulated nodes post it), until the ReplicaSet's
+ * status.availableReplicas is BENCH_PODS, and until the Deployment is rolled out.
+ *
+ * BENCH_WORKLOADS_ONLY=deployment stops after the Deployment's figures.
+ * BENCH_UP_NODE_FLAGS passes flags to node for the `setpoint up` child (for
+ * example `--cpu-prof --cpu-prof-dir=/tmp/prof`; the child is then stopped with
+ * SIGTERM, so that it writes its profile); BENCH_AGENT_NODE_FLAGS likewise for
+ * the simulated nodes' child.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -29,8 +44,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Deployment, KubeObject, Node, Pod } from "@setpoint/api";
+import type { Deployment, KubeObject, Node, Pod, ReplicaSet } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
+import { simulatedRecord, simulatedStatus } from "../src/agent/simulate/sim-pod.ts";
 
 const PODS = Number(process.env.BENCH_PODS ?? 1_000);
 const NODES = Number(process.env.BENCH_NODES ?? 100);
@@ -53,13 +69,16 @@ interface Line {
   name: string;
   value: string;
   ratio?: number;
+  /** What the ratio is to (default "the baseline"). */
+  of?: string;
 }
 
 function print(title: string, lines: Line[]): void {
   console.log(`\n${title}`);
   const width = Math.max(...lines.map((l) => l.name.length));
   for (const l of lines) {
-    const ratio = l.ratio === undefined ? "" : `  (${l.ratio.toFixed(2)}x the baseline)`;
+    const ratio =
+      l.ratio === undefined ? "" : `  (${l.ratio.toFixed(2)}x ${l.of ?? "the baseline"})`;
     console.log(`  ${l.name.padEnd(width)}  ${l.value}${ratio}`);
   }
 }
@@ -67,6 +86,24 @@ function print(title: string, lines: Line[]): void {
 const children: ChildProcess[] = [];
 function stopAll(): void {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+}
+
+/** Stops the children with SIGTERM and waits for them (so that a --cpu-prof child writes its profile). */
+async function stopGently(): Promise<void> {
+  await Promise.all(
+    children.map((c) =>
+      c.exitCode !== null || c.signalCode !== null
+        ? undefined
+        : new Promise<void>((resolve) => {
+            const kill = setTimeout(() => c.kill("SIGKILL"), 30_000);
+            c.once("exit", () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            c.kill("SIGTERM");
+          }),
+    ),
+  );
 }
 process.on("exit", stopAll);
 process.on("SIGINT", () => process.exit(130));
@@ -82,8 +119,12 @@ function freePort(): Promise<number> {
   });
 }
 
-function run(args: string[], name: string): ChildProcess {
-  const child = spawn(process.execPath, [BIN, ...args], {
+function nodeFlags(v: string | undefined): string[] {
+  return (v ?? "").split(/\s+/).filter((f) => f.length > 0);
+}
+
+function run(args: string[], name: string, flags: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...flags, BIN, ...args], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, NODE_OPTIONS: "" },
   });
@@ -151,6 +192,73 @@ async function waitRolledOut(client: Client, name: string, ns: string, replicas:
   });
 }
 
+/**
+ * The stages of a Deployment's Pods reaching available, from a Pod watch and a
+ * ReplicaSet watch in the namespace: the moment the last Pod was created, bound
+ * and Ready, and when the ReplicaSet's availableReplicas reached `replicas`.
+ */
+async function watchStages(client: Client, ns: string, replicas: number) {
+  const RS = { apiVersion: "apps/v1", kind: "ReplicaSet" } as const;
+  const created = new Set<string>();
+  const bound = new Set<string>();
+  const ready = new Set<string>();
+  const at: Record<string, number> = {};
+  let t0 = 0;
+  const mark = (stage: string, n: number) => {
+    if (n >= replicas && at[stage] === undefined) at[stage] = performance.now();
+  };
+  const podWatch = client.watch<Pod>(POD, {
+    namespace: ns,
+    resourceVersion: (await client.list(POD, { namespace: ns, limit: 1 })).metadata.resourceVersion,
+  });
+  const rsWatch = client.watch<ReplicaSet>(RS, {
+    namespace: ns,
+    resourceVersion: (await client.list(RS, { namespace: ns, limit: 1 })).metadata.resourceVersion,
+  });
+  const pods = (async () => {
+    for await (const ev of podWatch) {
+      if (ev.type !== "ADDED" && ev.type !== "MODIFIED") continue;
+      const p = ev.object as Pod;
+      const uid = p.metadata.uid ?? "";
+      created.add(uid);
+      mark("created", created.size);
+      if (p.spec?.nodeName) bound.add(uid);
+      mark("bound", bound.size);
+      if (isReady(p)) ready.add(uid);
+      mark("ready", ready.size);
+    }
+  })().catch(() => undefined);
+  const sets = (async () => {
+    for await (const ev of rsWatch) {
+      if (ev.type !== "ADDED" && ev.type !== "MODIFIED") continue;
+      mark("rsAvailable", (ev.object as ReplicaSet).status?.availableReplicas ?? 0);
+    }
+  })().catch(() => undefined);
+  return {
+    start(t: number) {
+      t0 = t;
+    },
+    stop(end: number): Line[] {
+      podWatch.close();
+      rsWatch.close();
+      void pods;
+      void sets;
+      const s = (stage: string) =>
+        at[stage] === undefined ? "not seen" : `${((at[stage] - t0) / 1000).toFixed(2)} s`;
+      return [
+        { name: `  all ${replicas} Pods created`, value: s("created") },
+        { name: `  all ${replicas} Pods bound`, value: s("bound") },
+        { name: `  all ${replicas} Pods Ready (posted by the nodes)`, value: s("ready") },
+        { name: `  ReplicaSet availableReplicas = ${replicas}`, value: s("rsAvailable") },
+        {
+          name: "  Deployment rolled out (as kubectl rollout status)",
+          value: `${((end - t0) / 1000).toFixed(2)} s`,
+        },
+      ];
+    },
+  };
+}
+
 async function parallel(n: number, limit: number, op: (i: number) => Promise<unknown>) {
   let next = 0;
   await Promise.all(
@@ -178,6 +286,7 @@ async function main(): Promise<void> {
       `${GRACE_S}s`,
     ],
     "setpoint up",
+    nodeFlags(process.env.BENCH_UP_NODE_FLAGS),
   );
   const kubeconfig = join(dir, "kubeconfig");
   const client = await until("the apiserver", async () => {
@@ -200,6 +309,40 @@ async function main(): Promise<void> {
     }),
   );
   const bareRate = PODS / ((performance.now() - t) / 1000);
+  await client.deleteCollection(POD, { namespace: "baseline", gracePeriodSeconds: 0 });
+
+  // Baseline for the same work: each Pod created, bound through its binding
+  // subresource and given the Running and Ready status a simulated node posts,
+  // CREATE_CONCURRENCY Pods at a time, with no controller, scheduler or node.
+  t = performance.now();
+  await parallel(PODS, CREATE_CONCURRENCY, async (i) => {
+    const pod = await client.create<Pod>({
+      ...POD,
+      metadata: { name: `same-${i}`, namespace: "baseline", labels: { app: "bench" } },
+      spec: { schedulerName: "nobody", containers: [{ name: "app", image: "demo/hello:1" }] },
+    });
+    const name = pod.metadata.name ?? "";
+    const uid = pod.metadata.uid ?? "";
+    await client.create(
+      {
+        apiVersion: "v1",
+        kind: "Binding",
+        metadata: { name, namespace: "baseline", uid },
+        target: { apiVersion: "v1", kind: "Node", name: `baseline-${i % NODES}` },
+      },
+      { subresource: "binding", parentType: POD },
+    );
+    const rec = simulatedRecord(pod, `10.255.${(i >> 8) & 255}.${i & 255}`);
+    await client.patch(
+      POD,
+      name,
+      "baseline",
+      { metadata: { uid }, status: simulatedStatus(rec, "10.254.0.1", pod.status) },
+      { type: "merge", subresource: "status" },
+    );
+  });
+  const sameWorkRate = PODS / ((performance.now() - t) / 1000);
+  await client.deleteCollection(POD, { namespace: "baseline", gracePeriodSeconds: 0 });
   await client.delete(NS_KIND, "baseline");
 
   // Nodes.
@@ -216,6 +359,7 @@ async function main(): Promise<void> {
       "warn",
     ],
     "setpoint agent --simulate",
+    nodeFlags(process.env.BENCH_AGENT_NODE_FLAGS),
   );
   await until(`${NODES} ready nodes`, async () => {
     const nodes = await client.list<Node>(NODE);
@@ -228,7 +372,9 @@ async function main(): Promise<void> {
   // A Deployment from create to all available.
   await client.create({ ...NS_KIND, metadata: { name: "bench" } });
   const writesBefore = await podWrites(client);
+  const stages = await watchStages(client, "bench", PODS);
   t = performance.now();
+  stages.start(t);
   await client.create<Deployment>({
     ...DEPLOY,
     metadata: { name: "web", namespace: "bench" },
@@ -240,18 +386,40 @@ async function main(): Promise<void> {
   });
   await waitRolledOut(client, "web", "bench", PODS);
   const rolloutS = (performance.now() - t) / 1000;
+  const stageRows = stages.stop(performance.now());
+  if (process.env.BENCH_UP_NODE_FLAGS || process.env.BENCH_AGENT_NODE_FLAGS) {
+    // The Deployment's window on the monotonic clock CPU profiles are stamped with (µs).
+    const end = process.hrtime.bigint() / 1000n;
+    console.error(
+      `deployment window (monotonic µs): ${end - BigInt(Math.round(rolloutS * 1e6))} ${end}`,
+    );
+  }
   const writesPerPod = ((await podWrites(client)) - writesBefore) / PODS;
   const deployRate = PODS / rolloutS;
   rows.push({ name: "bare Pod creates (baseline)", value: `${bareRate.toFixed(0)} Pods/s` });
   rows.push({
+    name: "create + bind + Ready status per Pod through the API (baseline)",
+    value: `${sameWorkRate.toFixed(0)} Pods/s`,
+  });
+  rows.push({
     name: `Deployment of ${PODS} on ${NODES} nodes, create to available`,
     value: `${deployRate.toFixed(0)} Pods/s (${rolloutS.toFixed(1)} s; goal >= 300)`,
-    ratio: deployRate / bareRate,
+    ratio: deployRate / sameWorkRate,
+    of: "the same work through the API",
   });
+  rows.push(...stageRows);
   rows.push({
     name: "API writes per Pod (create, bind, status)",
     value: `${writesPerPod.toFixed(2)} (goal <= 4)`,
   });
+
+  if (process.env.BENCH_WORKLOADS_ONLY === "deployment") {
+    print(`workloads (${PODS} Pods, ${NODES} simulated nodes)`, rows);
+    client.close();
+    if (process.env.BENCH_UP_NODE_FLAGS || process.env.BENCH_AGENT_NODE_FLAGS) await stopGently();
+    stopAll();
+    return;
+  }
 
   // A rolling update, watched.
   const maxSurge = Math.ceil(PODS * 0.25);
@@ -393,6 +561,7 @@ async function main(): Promise<void> {
 
   print(`workloads (${PODS} Pods, ${NODES} simulated nodes)`, rows);
   client.close();
+  if (process.env.BENCH_UP_NODE_FLAGS || process.env.BENCH_AGENT_NODE_FLAGS) await stopGently();
   stopAll();
 }
 
