@@ -46,6 +46,7 @@ import {
 import { PodAddresses } from "./pod-addresses.ts";
 import {
   Backoff,
+  Cgroups,
   type EnvSources,
   newPodRecord,
   type PodRecord,
@@ -105,6 +106,8 @@ export interface AgentOptions {
   serviceProxy?: boolean;
   /** Base ejection time of a failing Service endpoint, ms (default 5000). */
   serviceEjectMs?: number;
+  /** Where the cgroup file systems are (default /sys/fs/cgroup): containers' memory and CPU limits. */
+  cgroupRoot?: string;
 }
 
 interface SecretObject {
@@ -146,12 +149,15 @@ export class Agent {
   readonly proxy: ServiceProxy | undefined;
   /** Status writes done (for tests and benchmarks). */
   statusWrites = 0;
+  /** Containers' cgroups: whether (and how) memory and CPU limits are enforced. */
+  readonly cgroups: Cgroups;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger ?? NOOP;
     this.images = new ImageStore(opts.imageDir ?? join(opts.dataDir, "images"));
     this.addresses = new PodAddresses(opts.podRange);
     this.restartBackoff = new Backoff(opts.restartBackoff);
+    this.cgroups = new Cgroups({ root: opts.cgroupRoot, nodeName: opts.nodeName });
     const loaded = StateFile.load(join(opts.dataDir, "state.json"));
     if (loaded.problem) this.log.warn({}, loaded.problem);
     this.state = loaded.state ?? emptyState(opts.nodeName);
@@ -238,6 +244,7 @@ export class Agent {
       refreshSources: (pod) => this.refreshSources(pod),
       node,
       dataDir: this.opts.dataDir,
+      cgroups: this.cgroups,
       restartBackoff: this.restartBackoff,
       pullBackoff: this.pullBackoff,
       onChange: (rec) => this.changed(rec.uid),
@@ -272,6 +279,12 @@ export class Agent {
     } catch (err) {
       this.log.warn({ err: String(err) }, "could not import the built-in images");
     }
+    const limits = this.cgroups.support;
+    if (limits.enforced) {
+      this.log.info({ cgroup: limits.version }, `resource limits are enforced: ${limits.detail}`);
+    } else {
+      this.log.warn({}, `resource limits are not enforced: ${limits.detail}`);
+    }
     // Services first: a container restarted from disk gets its Service variables.
     this.proxy?.start();
     let adopted = 0;
@@ -290,6 +303,14 @@ export class Agent {
       { pods: this.workers.size, adopted, restarted: gone },
       "started from the state on disk",
     );
+    // Cgroups of runs that ended while no agent ran; adopted processes keep theirs.
+    const keep = new Set<string>();
+    for (const record of Object.values(this.state.pods)) {
+      for (const c of [...record.initContainers, ...record.containers]) {
+        if (c.process?.cgroup) keep.add(c.process.cgroup);
+      }
+    }
+    this.cgroups.sweep(keep);
     this.stateFile.flush();
     await this.listen();
     await this.listenSecure();
@@ -597,6 +618,24 @@ export class Agent {
       node = await client.create<Node>(nodeObject(this.identity));
       this.log.info({ node: this.opts.nodeName }, "registered the node");
     }
+    if (this.nodeUid !== node.metadata.uid) {
+      const limits = this.cgroups.support;
+      if (limits.enforced) {
+        this.events.recordNode(
+          node.metadata.uid,
+          "Normal",
+          "ResourceLimitsEnforced",
+          `Containers' memory and CPU limits are enforced with ${limits.detail}`,
+        );
+      } else {
+        this.events.recordNode(
+          node.metadata.uid,
+          "Warning",
+          "ResourceLimitsNotEnforced",
+          `Containers' memory and CPU limits are not enforced: ${limits.detail}`,
+        );
+      }
+    }
     this.nodeUid = node.metadata.uid;
     const previous = node.status;
     const status = nodeStatus(this.identity, rfc3339(), previous);
@@ -634,7 +673,11 @@ export class Agent {
       await w.settled();
       w.close();
     }
-    if (opts.stopPods) this.state.pods = {};
+    if (opts.stopPods) {
+      this.state.pods = {};
+      this.cgroups.sweep(new Set());
+      this.cgroups.removeParents();
+    }
     this.stateFile.flush();
     await this.proxy?.stop();
     await this.lease;

@@ -20,24 +20,59 @@ export class PodEventRecorder {
     private readonly node: string,
   ) {}
 
+  /** An Event about the Node itself (in `default`, as the kubelet records them). */
+  recordNode(
+    uid: string | undefined,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): void {
+    this.create(
+      "default",
+      { apiVersion: "v1", kind: "Node", name: this.node, uid },
+      this.node,
+      type,
+      reason,
+      message,
+    );
+  }
+
   record(pod: Pod, type: "Normal" | "Warning", reason: string, message: string): void {
-    if (this.inFlight >= MAX_EVENTS_IN_FLIGHT) return;
-    const now = rfc3339();
     const ns = pod.metadata.namespace ?? "default";
-    const event = {
-      apiVersion: "v1",
-      kind: "Event",
-      metadata: {
-        name: `${pod.metadata.name}.${randomBytes(8).toString("hex")}`,
-        namespace: ns,
-      },
-      involvedObject: {
+    this.create(
+      ns,
+      {
         apiVersion: "v1",
         kind: "Pod",
         namespace: ns,
         name: pod.metadata.name,
         uid: pod.metadata.uid,
       },
+      pod.metadata.name ?? "",
+      type,
+      reason,
+      message,
+    );
+  }
+
+  private create(
+    ns: string,
+    involvedObject: Record<string, string | undefined>,
+    name: string,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): void {
+    if (this.inFlight >= MAX_EVENTS_IN_FLIGHT) return;
+    const now = rfc3339();
+    const event = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: {
+        name: `${name}.${randomBytes(8).toString("hex")}`,
+        namespace: ns,
+      },
+      involvedObject,
       reason,
       message,
       type,

@@ -9,6 +9,12 @@
 export { parseQuantity } from "@setpoint/api";
 export { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, Backoff, goDuration } from "./backoff.ts";
 export {
+  type CgroupSupport,
+  Cgroups,
+  type ContainerLimits,
+  containerLimits,
+} from "./cgroups.ts";
+export {
   containerEnv,
   EnvConfigError,
   type EnvSources,

@@ -9,7 +9,10 @@
  * its group is killed too, so no process outlives its container.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { constants } from "node:os";
+import { delimiter, isAbsolute, join } from "node:path";
+import { cgroupWrapper } from "./cgroups.ts";
 import { closeLog, openLog } from "./logs.ts";
 import {
   groupExists,
@@ -31,6 +34,35 @@ export interface SpawnSpec {
   logPath: string;
   image: string;
   imageID: string;
+  /** The container's cgroup: its id and the `cgroup.procs` files the process joins before it execs. */
+  cgroup?: { id: string; procs: string[] };
+}
+
+/** The executable `cmd` names (looked up in the environment's PATH), or undefined. */
+export function resolveCommand(
+  cmd: string,
+  env: Record<string, string>,
+  cwd: string,
+): string | undefined {
+  const executable = (file: string) => {
+    try {
+      if (!statSync(file).isFile()) return false;
+      accessSync(file, fsConstants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (cmd.includes("/")) {
+    const file = isAbsolute(cmd) ? cmd : join(cwd, cmd);
+    return executable(file) ? file : undefined;
+  }
+  for (const dir of (env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const file = join(isAbsolute(dir) ? dir : join(cwd, dir), cmd);
+    if (executable(file)) return file;
+  }
+  return undefined;
 }
 
 export type SpawnResult =
@@ -39,7 +71,21 @@ export type SpawnResult =
 
 /** Spawns a container process; resolves once it runs (or failed to start). */
 export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
-  const [cmd, ...args] = spec.argv;
+  let [cmd, ...args] = spec.argv;
+  const shown = cmd;
+  if (spec.cgroup) {
+    // Through a shell that joins the cgroup and execs: the program runs limited from its
+    // first instruction. The program is looked up first, so a missing one is still a
+    // start error rather than the shell's exit.
+    const file = resolveCommand(cmd, spec.env, spec.cwd);
+    if (!file) {
+      return Promise.resolve({
+        ok: false,
+        message: `exec: "${cmd}": executable file not found in $PATH`,
+      });
+    }
+    [cmd, ...args] = cgroupWrapper(spec.cgroup.procs, [file, ...args]);
+  }
   const fd = openLog(spec.logPath);
   return new Promise((done) => {
     let child: ChildProcess;
@@ -59,8 +105,8 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
       closeLog(fd);
       const message =
         err.code === "ENOENT"
-          ? `exec: "${cmd}": executable file not found in $PATH`
-          : `exec: "${cmd}": ${err.message}`;
+          ? `exec: "${shown}": executable file not found in $PATH`
+          : `exec: "${shown}": ${err.message}`;
       done({ ok: false, message });
     });
     child.once("spawn", () => {
@@ -78,6 +124,7 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
           containerID: `setpoint://${pid}-${startTicks}`,
           imageID: spec.imageID,
           image: spec.image,
+          ...(spec.cgroup ? { cgroup: spec.cgroup.id } : {}),
         },
       });
     });

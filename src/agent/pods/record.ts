@@ -27,6 +27,8 @@ export interface RunningProcess extends ProcessIdentity {
   imageID: string;
   /** The image reference as the Pod names it. */
   image: string;
+  /** The container's cgroup (cgroups.ts), when its limits are enforced. */
+  cgroup?: string;
 }
 
 export interface ContainerRecord {

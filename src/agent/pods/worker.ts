@@ -22,6 +22,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { Container, Pod, Probe } from "@setpoint/api";
 import type { ImageStore, StoredImage } from "../images/index.ts";
 import { type Backoff, goDuration } from "./backoff.ts";
+import { type Cgroups, containerLimits } from "./cgroups.ts";
 import {
   containerEnv,
   EnvConfigError,
@@ -55,6 +56,8 @@ export interface WorkerDeps {
   node: NodeResources;
   /** Where logs go (pods/<ns>_<name>_<uid>/...). */
   dataDir: string;
+  /** Containers' cgroups (memory and CPU limits); absent or not enforced: limits are not applied. */
+  cgroups?: Cgroups;
   /** Crash-loop and image pull back-off (shared by the agent's workers). */
   restartBackoff: Backoff;
   pullBackoff: Backoff;
@@ -331,12 +334,22 @@ export class PodWorker {
       c.name,
       restartCount,
     );
+    const cgroup = argv.length === 0 ? undefined : this.makeCgroup(c, restartCount);
     const result =
       argv.length === 0
         ? ({ ok: false, message: "no command specified" } as const)
-        : await spawnContainer({ argv, cwd, env, logPath, image, imageID: stored.digest });
+        : await spawnContainer({
+            argv,
+            cwd,
+            env,
+            logPath,
+            image,
+            imageID: stored.digest,
+            ...(cgroup ? { cgroup } : {}),
+          });
     rec.restartCount = restartCount;
     if (!result.ok) {
+      if (cgroup) this.removeCgroup(cgroup.id);
       rec.previous = rec.terminated;
       rec.terminated = {
         exitCode: 128,
@@ -357,7 +370,9 @@ export class PodWorker {
     const proc = result.process;
     if (this.closed || this.record.terminating) {
       // Terminated while starting: the process must not outlive the Pod.
-      void stopProcess(proc, 0);
+      void stopProcess(proc, 0).then(() => {
+        if (proc.cgroup) this.removeCgroup(proc.cgroup);
+      });
       return;
     }
     rec.process = proc;
@@ -374,6 +389,36 @@ export class PodWorker {
     this.event("Normal", "Started", `Started container ${c.name}`);
     this.startProbes(rec, c, false);
     this.changed();
+  }
+
+  /** A cgroup with the container's limits, when it declares some and the node enforces them. */
+  private makeCgroup(
+    c: Container,
+    restartCount: number,
+  ): { id: string; procs: string[] } | undefined {
+    const cgroups = this.deps.cgroups;
+    const limits = containerLimits(c);
+    if (!cgroups?.enforced || !limits) return undefined;
+    const id = `${this.record.uid}_${c.name}_${restartCount}`;
+    try {
+      const procs = cgroups.create(id, limits);
+      return procs && { id, procs };
+    } catch (err) {
+      this.removeCgroup(id);
+      this.event(
+        "Warning",
+        "Failed",
+        `Error: cannot apply the resource limits: ${(err as Error).message}`,
+      );
+      return undefined;
+    }
+  }
+
+  /** Removes a container's cgroup once the last of its processes is gone (retried for a few seconds). */
+  private removeCgroup(id: string, tries = 50): void {
+    const cgroups = this.deps.cgroups;
+    if (!cgroups || cgroups.remove(id) || tries <= 0) return;
+    setTimeout(() => this.removeCgroup(id, tries - 1), 100).unref();
   }
 
   /** The container's environment (undefined when it cannot be made and `strict` is off). */
@@ -422,24 +467,45 @@ export class PodWorker {
     l.child = undefined;
     l.unwatch = undefined;
     if (rec.process !== proc) return;
+    // The OOM killer is read from the cgroup (even when the process ended while no agent ran).
+    const oom =
+      proc.cgroup !== undefined &&
+      !(exit.known && exit.exitCode === 0) &&
+      (this.deps.cgroups?.oomKilled(proc.cgroup) ?? false);
+    if (proc.cgroup) this.removeCgroup(proc.cgroup);
     rec.previous = rec.terminated;
-    rec.terminated = {
-      exitCode: exit.exitCode,
-      ...(exit.signal ? { signal: exit.signal } : {}),
-      reason: !exit.known ? "ContainerStatusUnknown" : exit.exitCode === 0 ? "Completed" : "Error",
-      ...(!exit.known
-        ? { message: "The process ended while the agent was not running; its exit code is unknown" }
-        : {}),
-      startedAt: proc.startedAt,
-      finishedAt: rfc3339(),
-      containerID: proc.containerID,
-    };
+    rec.terminated = oom
+      ? {
+          exitCode: exit.known ? exit.exitCode : 137,
+          reason: "OOMKilled",
+          startedAt: proc.startedAt,
+          finishedAt: rfc3339(),
+          containerID: proc.containerID,
+        }
+      : {
+          exitCode: exit.exitCode,
+          ...(exit.signal ? { signal: exit.signal } : {}),
+          reason: !exit.known
+            ? "ContainerStatusUnknown"
+            : exit.exitCode === 0
+              ? "Completed"
+              : "Error",
+          ...(!exit.known
+            ? {
+                message:
+                  "The process ended while the agent was not running; its exit code is unknown",
+              }
+            : {}),
+          startedAt: proc.startedAt,
+          finishedAt: rfc3339(),
+          containerID: proc.containerID,
+        };
     rec.imageID = proc.imageID;
     rec.process = undefined;
     rec.ready = false;
     rec.started = false;
     rec.waiting = undefined;
-    rec.done = this.wontRestart(init, exit.known ? exit.exitCode : 1);
+    rec.done = this.wontRestart(init, exit.known || oom ? rec.terminated.exitCode : 1);
     if (init && rec.done && exit.exitCode !== 0 && !this.record.terminating) {
       // Never: the Pod has failed, its containers will not run.
       for (const m of this.record.containers) m.done = true;
