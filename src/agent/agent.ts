@@ -23,7 +23,7 @@
 import { createServer, type Server } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import { join } from "node:path";
-import type { Node, Pod } from "@setpoint/api";
+import type { KubeObject, Node, Pod } from "@setpoint/api";
 import {
   type Client,
   Informer,
@@ -47,15 +47,16 @@ import { PodAddresses } from "./pod-addresses.ts";
 import {
   Backoff,
   Cgroups,
-  type EnvSources,
   newPodRecord,
   type PodRecord,
   PodWorker,
   podStatus,
   referencedSources,
   rfc3339,
+  tearDownVolumes,
+  type VolumeSources,
 } from "./pods/index.ts";
-import { type AgentStateData, emptyState, StateFile } from "./state/index.ts";
+import { type AgentStateData, emptyState, StateFile, type StoredToken } from "./state/index.ts";
 
 /** How often the Node's status is compared with the server's (and written when it differs). */
 export const NODE_STATUS_CHECK_MS = 10_000;
@@ -65,6 +66,17 @@ export const NODE_STATUS_REPORT_MS = 5 * 60_000;
 export const WRITE_RETRY_MS = 1_000;
 /** How often the agent compares its Pods with the listed ones and rotates logs. */
 export const HOUSEKEEPING_MS = 1_000;
+/**
+ * How often the ConfigMaps and Secrets of running Pods' volumes are read again and
+ * their files rewritten when they changed (the kubelet resyncs each Pod every minute
+ * or so; an update shows here within this).
+ */
+export const VOLUME_SYNC_MS = 10_000;
+/** A projected token's validity when the volume names none (Kubernetes' default). */
+export const DEFAULT_TOKEN_SECONDS = 3600;
+/** A token is renewed once this share of its validity has passed, or it is older than a day (the kubelet's rule). */
+export const TOKEN_RENEW_FRACTION = 0.8;
+export const TOKEN_MAX_AGE_MS = 24 * 3600_000;
 /** Status writes in flight at once (one per Pod). */
 export const STATUS_WRITERS = 8;
 
@@ -72,6 +84,7 @@ const POD = { apiVersion: "v1", kind: "Pod" } as const;
 const NODE = { apiVersion: "v1", kind: "Node" } as const;
 const CONFIGMAP = { apiVersion: "v1", kind: "ConfigMap" } as const;
 const SECRET = { apiVersion: "v1", kind: "Secret" } as const;
+const SERVICEACCOUNT = { apiVersion: "v1", kind: "ServiceAccount" } as const;
 
 export interface AgentOptions {
   client: Client;
@@ -108,6 +121,33 @@ export interface AgentOptions {
   serviceEjectMs?: number;
   /** Where the cgroup file systems are (default /sys/fs/cgroup): containers' memory and CPU limits. */
   cgroupRoot?: string;
+  /** How often volumes are brought up to date with their sources (default VOLUME_SYNC_MS). */
+  volumeSyncMs?: number;
+  /** The clock that decides when a projected token is renewed (ms; tests move it on). */
+  clock?: () => number;
+}
+
+type TokenProjection = {
+  audience?: string;
+  expirationSeconds?: number;
+  path: string;
+};
+
+/** The key of a Pod's token: its uid, account, audience and validity. */
+function tokenKey(pod: Pod, p: TokenProjection): string {
+  const sa = pod.spec?.serviceAccountName || "default";
+  return `${pod.metadata.uid}|${sa}|${p.audience ?? ""}|${p.expirationSeconds ?? DEFAULT_TOKEN_SECONDS}`;
+}
+
+/** The token projections of a Pod's volumes. */
+function tokenProjections(pod: Pod): TokenProjection[] {
+  const out: TokenProjection[] = [];
+  for (const v of pod.spec?.volumes ?? []) {
+    for (const s of v.projected?.sources ?? []) {
+      if (s.serviceAccountToken) out.push(s.serviceAccountToken);
+    }
+  }
+  return out;
 }
 
 interface SecretObject {
@@ -137,6 +177,8 @@ export class Agent {
   private retryTimer: NodeJS.Timeout | undefined;
   private housekeeping: NodeJS.Timeout | undefined;
   private nodeTimer: NodeJS.Timeout | undefined;
+  private volumeTimer: NodeJS.Timeout | undefined;
+  private volumeSyncing = false;
   private server: Server | undefined;
   private secureServer: HttpsServer | undefined;
   private statusPort = 0;
@@ -206,15 +248,113 @@ export class Agent {
     return this.identity.address;
   }
 
-  private readonly sources: EnvSources = {
+  private readonly sources: VolumeSources = {
     configMap: (ns, name) => this.state.configMaps[`${ns}/${name}`],
     secret: (ns, name) => this.state.secrets[`${ns}/${name}`],
     services: (ns, links) => serviceEnv(this.proxy?.table, ns, links),
+    token: (pod, _volume, p) => {
+      const t = this.state.tokens[tokenKey(pod, p)];
+      // An expired token is still written during an outage: nothing better can be had.
+      return t?.token;
+    },
   };
+
+  private now(): number {
+    return this.opts.clock?.() ?? Date.now();
+  }
+
+  /** Whether a token is due for renewal: 80% of its validity passed, or older than a day. */
+  private tokenDue(t: StoredToken | undefined): boolean {
+    if (!t) return true;
+    const now = this.now();
+    const ttl = t.expiresAt - t.issuedAt;
+    return now >= t.issuedAt + TOKEN_RENEW_FRACTION * ttl || now - t.issuedAt > TOKEN_MAX_AGE_MS;
+  }
+
+  /**
+   * Requests (TokenRequest, bound to the Pod) the tokens of a Pod's projected
+   * volumes that it lacks or that are due for renewal; a failed request keeps the
+   * token it had.
+   */
+  private async refreshTokens(pod: Pod): Promise<void> {
+    const ns = pod.metadata.namespace ?? "default";
+    const sa = pod.spec?.serviceAccountName || "default";
+    await Promise.all(
+      tokenProjections(pod).map(async (p) => {
+        const key = tokenKey(pod, p);
+        if (!this.tokenDue(this.state.tokens[key])) return;
+        const seconds = p.expirationSeconds ?? DEFAULT_TOKEN_SECONDS;
+        try {
+          const issuedAt = this.now();
+          const res = (await this.opts.client.create(
+            {
+              apiVersion: "authentication.k8s.io/v1",
+              kind: "TokenRequest",
+              metadata: { name: sa, namespace: ns },
+              spec: {
+                ...(p.audience ? { audiences: [p.audience] } : {}),
+                expirationSeconds: seconds,
+                boundObjectRef: {
+                  apiVersion: "v1",
+                  kind: "Pod",
+                  name: pod.metadata.name,
+                  uid: pod.metadata.uid,
+                },
+              },
+            } as KubeObject,
+            { subresource: "token", parentType: SERVICEACCOUNT },
+          )) as KubeObject & { status?: { token?: string; expirationTimestamp?: string } };
+          const token = res.status?.token;
+          if (!token) return;
+          const expires = Date.parse(res.status?.expirationTimestamp ?? "");
+          // Validity as granted, on the agent's clock.
+          const ttl = Number.isNaN(expires) ? seconds * 1000 : expires - Date.now();
+          this.state.tokens[key] = { token, issuedAt, expiresAt: issuedAt + ttl };
+          this.stateFile.schedule();
+        } catch (err) {
+          this.log.debug({ err: String(err), key }, "token request failed; keeping the token");
+        }
+      }),
+    );
+  }
 
   /** Reads the ConfigMaps and Secrets a Pod uses; keeps the last known data when the apiserver is away. */
   private async refreshSources(pod: Pod): Promise<void> {
     const { configMaps, secrets } = referencedSources(pod);
+    await Promise.all([this.readSources(configMaps, secrets), this.refreshTokens(pod)]);
+  }
+
+  /**
+   * Reads again the ConfigMaps and Secrets of the running Pods' volumes (each
+   * once), then rewrites each Pod's volume files that changed.
+   */
+  private async syncVolumes(): Promise<void> {
+    if (this.volumeSyncing) return;
+    this.volumeSyncing = true;
+    try {
+      const configMaps = new Set<string>();
+      const secrets = new Set<string>();
+      const withVolumes = [...this.workers.values()].filter(
+        (w) => w.record.pod.spec?.volumes?.length && !w.record.terminating && !w.record.stopped,
+      );
+      for (const w of withVolumes) {
+        const refs = referencedSources(w.record.pod);
+        for (const k of refs.configMaps) configMaps.add(k);
+        for (const k of refs.secrets) secrets.add(k);
+      }
+      await Promise.all([
+        configMaps.size || secrets.size
+          ? this.readSources([...configMaps], [...secrets])
+          : undefined,
+        ...withVolumes.map((w) => this.refreshTokens(w.record.pod)),
+      ]);
+      for (const w of withVolumes) w.refreshVolumes();
+    } finally {
+      this.volumeSyncing = false;
+    }
+  }
+
+  private async readSources(configMaps: string[], secrets: string[]): Promise<void> {
     const read = async (kind: typeof CONFIGMAP | typeof SECRET, key: string) => {
       const [ns, name] = key.split("/");
       const table = kind === CONFIGMAP ? this.state.configMaps : this.state.secrets;
@@ -322,6 +462,11 @@ export class Agent {
     this.informer.start(this.abort.signal);
     this.housekeeping = setInterval(() => this.houseKeep(), HOUSEKEEPING_MS);
     this.housekeeping.unref();
+    this.volumeTimer = setInterval(
+      () => void this.syncVolumes().catch(() => {}),
+      this.opts.volumeSyncMs ?? VOLUME_SYNC_MS,
+    );
+    this.volumeTimer.unref();
     void this.syncNode();
   }
 
@@ -444,6 +589,8 @@ export class Agent {
     }
     if (worker.record.stopped && !pod.metadata.deletionTimestamp) return;
     worker.update(structuredClone(pod) as Pod);
+    // Labels and annotations in downwardAPI files follow the Pod at once.
+    worker.refreshVolumes();
     if (pod.metadata.deletionTimestamp) void this.finish(uid);
     else this.dirty.add(uid);
     this.scheduleStatus(10);
@@ -482,6 +629,10 @@ export class Agent {
     const worker = this.workers.get(uid);
     if (!worker) return;
     worker.close();
+    if (worker.record.stopped) tearDownVolumes(worker.record.pod, worker.podDir);
+    for (const key of Object.keys(this.state.tokens)) {
+      if (key.startsWith(`${uid}|`)) delete this.state.tokens[key];
+    }
     this.workers.delete(uid);
     this.addresses.release(worker.record.podIP);
     delete this.state.pods[uid];
@@ -668,6 +819,7 @@ export class Agent {
     if (this.statusTimer) clearTimeout(this.statusTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.housekeeping) clearInterval(this.housekeeping);
+    if (this.volumeTimer) clearInterval(this.volumeTimer);
     if (this.nodeTimer) clearTimeout(this.nodeTimer);
     for (const w of this.workers.values()) {
       await w.settled();

@@ -42,7 +42,8 @@ export function expandVars(text: string, vars: Readonly<Record<string, string>>)
   });
 }
 
-function fieldValue(pod: Pod, path: string): string {
+/** The value of a `fieldRef` path of a Pod (its env form: one label or annotation by key). */
+export function fieldValue(pod: Pod, path: string): string {
   const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
   if (m) {
     const map = (m[1] === "labels" ? pod.metadata.labels : pod.metadata.annotations) ?? {};
@@ -72,7 +73,8 @@ function fieldValue(pod: Pod, path: string): string {
   }
 }
 
-function resourceValue(
+/** The value of a `resourceFieldRef` of `container` (node values for absent limits). */
+export function resourceValue(
   container: Container,
   resource: string,
   divisor: string | number | undefined,
@@ -197,7 +199,7 @@ function envValue(
   return "";
 }
 
-/** The ConfigMaps and Secrets a Pod's containers read, by namespace/name. */
+/** The ConfigMaps and Secrets a Pod's containers and volumes read, by namespace/name. */
 export function referencedSources(pod: Pod): { configMaps: string[]; secrets: string[] } {
   const ns = pod.metadata.namespace ?? "default";
   const cms = new Set<string>();
@@ -210,6 +212,14 @@ export function referencedSources(pod: Pod): { configMaps: string[]; secrets: st
     for (const v of c.env ?? []) {
       if (v.valueFrom?.configMapKeyRef?.name) cms.add(`${ns}/${v.valueFrom.configMapKeyRef.name}`);
       if (v.valueFrom?.secretKeyRef?.name) secrets.add(`${ns}/${v.valueFrom.secretKeyRef.name}`);
+    }
+  }
+  for (const v of pod.spec?.volumes ?? []) {
+    if (v.configMap?.name) cms.add(`${ns}/${v.configMap.name}`);
+    if (v.secret?.secretName) secrets.add(`${ns}/${v.secret.secretName}`);
+    for (const s of v.projected?.sources ?? []) {
+      if (s.configMap?.name) cms.add(`${ns}/${s.configMap.name}`);
+      if (s.secret?.name) secrets.add(`${ns}/${s.secret.name}`);
     }
   }
   return { configMaps: [...cms], secrets: [...secrets] };

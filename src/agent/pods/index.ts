@@ -2,11 +2,13 @@
  * Pods as processes: the pod worker (worker.ts) runs one Pod's init containers
  * and containers as process groups (process-runner.ts, proc.ts), with their
  * environment (env.ts), probes (probes.ts), restart and image pull back-off
- * (backoff.ts) and log files (logs.ts); it keeps a record of each Pod
+ * (backoff.ts), log files (logs.ts) and volumes (volumes.ts, written by the
+ * kubelet's atomic writer, atomic-writer.ts); it keeps a record of each Pod
  * (record.ts) from which the Pod's status is computed (status.ts).
  */
 
 export { parseQuantity } from "@setpoint/api";
+export { type PayloadFile, writePayload } from "./atomic-writer.ts";
 export { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, Backoff, goDuration } from "./backoff.ts";
 export {
   type CgroupSupport,
@@ -34,4 +36,15 @@ export { groupExists, isAlive, processStartTicks } from "./proc.ts";
 export type { ContainerRecord, PodRecord, RunningProcess, TerminatedRun } from "./record.ts";
 export { rfc3339 } from "./record.ts";
 export { podPhase, podStatus } from "./status.ts";
+export {
+  containerRoot,
+  DEFAULT_FILE_MODE,
+  mountEnv,
+  mountVariable,
+  setUpVolumes,
+  tearDownVolumes,
+  type VolumeError,
+  type VolumeSources,
+  volumesDir,
+} from "./volumes.ts";
 export { DEFAULT_GRACE_SECONDS, newPodRecord, PodWorker, type WorkerDeps } from "./worker.ts";

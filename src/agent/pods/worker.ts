@@ -18,18 +18,13 @@
  *   Pods keep running); `adopt` takes over processes a previous agent started.
  */
 import type { ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Container, Pod, Probe } from "@setpoint/api";
 import type { ImageStore, StoredImage } from "../images/index.ts";
 import { type Backoff, goDuration } from "./backoff.ts";
 import { type Cgroups, containerLimits } from "./cgroups.ts";
-import {
-  containerEnv,
-  EnvConfigError,
-  type EnvSources,
-  expandVars,
-  type NodeResources,
-} from "./env.ts";
+import { containerEnv, EnvConfigError, expandVars, type NodeResources } from "./env.ts";
 import { containerLogPath, podLogDir, rotateIfLarge } from "./logs.ts";
 import { ProbeRunner, probeOnce } from "./probes.ts";
 import { isAlive } from "./proc.ts";
@@ -41,6 +36,7 @@ import {
   type RunningProcess,
   rfc3339,
 } from "./record.ts";
+import { mountEnv, setUpVolumes, type VolumeSources, volumesDir } from "./volumes.ts";
 
 /** Retry of a container whose environment could not be made (a ConfigMap not there yet). */
 export const CONFIG_ERROR_RETRY_MS = 5_000;
@@ -49,8 +45,8 @@ export const DEFAULT_GRACE_SECONDS = 30;
 
 export interface WorkerDeps {
   images: ImageStore;
-  /** ConfigMap and Secret data (kept on disk by the agent). */
-  sources: EnvSources;
+  /** ConfigMap, Secret and token data (kept on disk by the agent). */
+  sources: VolumeSources;
   /** Called before a container's environment is made, to read its ConfigMaps and Secrets again. */
   refreshSources?: (pod: Pod) => Promise<void>;
   node: NodeResources;
@@ -96,6 +92,8 @@ export class PodWorker {
   private syncing: Promise<void> | undefined;
   private again = false;
   private closed = false;
+  /** The last FailedMount message (an event is sent when it changes). */
+  private mountProblem: string | undefined;
 
   constructor(
     readonly record: PodRecord,
@@ -104,6 +102,54 @@ export class PodWorker {
 
   private get pod(): Pod {
     return this.record.pod;
+  }
+
+  /** The Pod's directory: its logs, volumes and containers' roots. */
+  get podDir(): string {
+    const meta = this.pod.metadata;
+    return podLogDir(
+      this.deps.dataDir,
+      meta.namespace ?? "default",
+      meta.name ?? "",
+      this.record.uid,
+    );
+  }
+
+  /**
+   * Sets up the Pod's volumes, or brings their files up to date with their
+   * sources; false (and a FailedMount event, once per message) when one cannot be.
+   */
+  private setUpVolumes(): boolean {
+    if (!this.pod.spec?.volumes?.length) return true;
+    const errors = setUpVolumes(this.pod, this.podDir, this.deps.sources, this.deps.node);
+    if (!errors.length) {
+      this.mountProblem = undefined;
+      return true;
+    }
+    const message = errors
+      .map((e) => `MountVolume.SetUp failed for volume "${e.volume}" : ${e.message}`)
+      .join("; ");
+    if (this.mountProblem !== message) {
+      this.mountProblem = message;
+      for (const e of errors) {
+        this.event(
+          "Warning",
+          "FailedMount",
+          `MountVolume.SetUp failed for volume "${e.volume}" : ${e.message}`,
+        );
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Writes the volumes' files again from the current sources and Pod (a changed
+   * ConfigMap, Secret, label or token), atomically; only once they were set up.
+   */
+  refreshVolumes(): void {
+    if (this.closed || this.record.terminating || this.record.stopped) return;
+    if (!this.pod.spec?.volumes?.length || !existsSync(volumesDir(this.podDir))) return;
+    this.setUpVolumes();
   }
 
   private liveOf(rec: ContainerRecord): Live {
@@ -305,6 +351,15 @@ export class PodWorker {
     }
     if (this.deps.refreshSources) await this.deps.refreshSources(this.pod).catch(() => {});
     if (this.closed || this.record.terminating) return;
+    if (!this.setUpVolumes()) {
+      // As the kubelet: the container waits (ContainerCreating) until its volumes mount.
+      if (rec.waiting?.reason !== "ContainerCreating" || rec.waiting.message) {
+        rec.waiting = { reason: "ContainerCreating" };
+        this.changed();
+      }
+      this.syncAt(Date.now() + CONFIG_ERROR_RETRY_MS);
+      return;
+    }
     let env: Record<string, string>;
     try {
       env = this.envFor(c, image, stored, true) ?? {};
@@ -439,6 +494,7 @@ export class PodWorker {
         imageDir: img.rootfs,
       });
       env.PATH ??= `${dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`;
+      Object.assign(env, mountEnv(this.pod, c, this.podDir, env));
       return env;
     } catch (err) {
       if (strict) throw err;

@@ -1,6 +1,6 @@
 /**
  * The agent's state on disk (state-file.ts): its last known-good Pods and the
- * ConfigMap and Secret data they use, written atomically, read at start.
+ * ConfigMap, Secret and token data they use, written atomically, read at start.
  */
 export {
   type AgentStateData,
@@ -8,4 +8,5 @@ export {
   STATE_VERSION,
   STATE_WRITE_DELAY_MS,
   StateFile,
+  type StoredToken,
 } from "./state-file.ts";

@@ -1,8 +1,9 @@
 /**
  * The agent's last known-good desired state, on local disk (DATA/state.json):
  * the record of every Pod it runs (the Pod, its address, its processes by pid
- * and start time) and the ConfigMap and Secret data those Pods' environments
- * read. Written atomically (a temporary file, fsync, rename; mode 0600, as it
+ * and start time) and the ConfigMap, Secret and ServiceAccount token data those
+ * Pods' environments and volumes read (the volumes' files themselves stay in the
+ * Pods' directories). Written atomically (a temporary file, fsync, rename; mode 0600, as it
  * holds Secret values) a moment after each change, so an agent started with no
  * apiserver runs exactly what it ran before. A file that cannot be read is moved
  * aside (state.json.corrupt-<time>) and the agent starts empty.
@@ -23,10 +24,20 @@ export interface AgentStateData {
   configMaps: Record<string, Record<string, string>>;
   /** Secret data by namespace/name, decoded. */
   secrets: Record<string, Record<string, string>>;
+  /** Projected ServiceAccount tokens by tokenKey (Pod uid, account, audience, validity). */
+  tokens: Record<string, StoredToken>;
+}
+
+/** A ServiceAccount token of a Pod's projected volume, from the TokenRequest API. */
+export interface StoredToken {
+  token: string;
+  /** When it was issued and when it expires, ms since the epoch (the agent's clock). */
+  issuedAt: number;
+  expiresAt: number;
 }
 
 export function emptyState(node: string): AgentStateData {
-  return { version: STATE_VERSION, node, pods: {}, configMaps: {}, secrets: {} };
+  return { version: STATE_VERSION, node, pods: {}, configMaps: {}, secrets: {}, tokens: {} };
 }
 
 export class StateFile {
@@ -54,6 +65,7 @@ export class StateFile {
       }
       state.configMaps ??= {};
       state.secrets ??= {};
+      state.tokens ??= {};
       return { state };
     } catch (err) {
       const aside = `${path}.corrupt-${Date.now()}`;

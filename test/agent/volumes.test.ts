@@ -1,0 +1,276 @@
+/**
+ * Pod volumes against a real apiserver, a real agent and real processes: emptyDir,
+ * configMap (items, mode), secret (defaultMode), downwardAPI (labels, name,
+ * resourceFieldRef) and projected files written by the atomic writer (`..data`
+ * link, each key a link through it), found by the process through SETPOINT_ROOT
+ * and SETPOINT_VOLUME_*; an update of the ConfigMap swaps `..data` and the
+ * process reads the new content; a label change rewrites the labels file; a
+ * missing ConfigMap keeps the container ContainerCreating with the kubelet's
+ * FailedMount event until it exists; the Pod's volumes go with the Pod.
+ */
+import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Pod } from "@setpoint/api";
+import { Client } from "@setpoint/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Agent } from "../../src/agent/index.ts";
+import { podLogDir, volumesDir } from "../../src/agent/pods/index.ts";
+import { startTestEnv, type TestEnv } from "../../src/testenv/index.ts";
+import { Kubectl } from "../e2e/helpers/kubectl.ts";
+import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
+
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;
+let env: TestEnv;
+let client: Client;
+let kubectl: Kubectl;
+let dataDir: string;
+let agent: Agent;
+
+beforeAll(async () => {
+  env = await startTestEnv({ controllers: false });
+  client = new Client(env.config);
+  kubectl = new Kubectl(env.kubeconfigPath);
+  dataDir = tempDir("setpoint-agent-volumes-");
+  agent = new Agent({
+    client,
+    nodeName: "node-v",
+    dataDir,
+    imageDir: testImageStore().root,
+    podRange: 81,
+    restartBackoff: { initialMs: 200, maxMs: 1_000 },
+    volumeSyncMs: 300,
+    serviceProxy: false,
+  });
+  await agent.start();
+  await agent.waitForSync();
+});
+
+afterAll(async () => {
+  await agent?.stop({ stopPods: true });
+  await kubectl?.close();
+  client?.close();
+  await env?.stop();
+  removeTempDirs();
+});
+
+const read = (p: string) => readFileSync(p, "utf8");
+const mode = (p: string) => statSync(p).mode & 0o777;
+
+function podDirOf(pod: Pod): string {
+  return podLogDir(dataDir, "default", pod.metadata.name ?? "", pod.metadata.uid ?? "");
+}
+
+/** A shell Pod that copies the mounted greeting into its emptyDir every 100 ms. */
+function volumePod(name: string): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", labels: { app: "vol", tier: "one" } },
+    spec: {
+      nodeName: "node-v",
+      terminationGracePeriodSeconds: 2,
+      containers: [
+        {
+          name: "main",
+          image: "shell:1",
+          command: ["sh", "-c"],
+          args: [
+            'while true; do cat "$SETPOINT_ROOT/etc/config/greeting.txt" > "$SETPOINT_VOLUME_CACHE/seen.tmp" && mv "$SETPOINT_VOLUME_CACHE/seen.tmp" "$SETPOINT_VOLUME_CACHE/seen"; sleep 0.1; done',
+          ],
+          resources: { limits: { memory: "64Mi" } },
+          volumeMounts: [
+            { name: "config", mountPath: "/etc/config", readOnly: true },
+            { name: "creds", mountPath: "/etc/creds", readOnly: true },
+            { name: "cache", mountPath: "/cache" },
+            { name: "info", mountPath: "/etc/podinfo" },
+            { name: "all", mountPath: "/etc/all" },
+          ],
+        },
+      ],
+      volumes: [
+        {
+          name: "config",
+          configMap: {
+            name: "app-config",
+            items: [
+              { key: "greeting", path: "greeting.txt" },
+              { key: "nested", path: "sub/nested.conf", mode: 0o600 },
+            ],
+          },
+        },
+        { name: "creds", secret: { secretName: "app-secret", defaultMode: 0o400 } },
+        { name: "cache", emptyDir: {} },
+        {
+          name: "info",
+          downwardAPI: {
+            items: [
+              { path: "labels", fieldRef: { fieldPath: "metadata.labels" } },
+              { path: "name", fieldRef: { fieldPath: "metadata.name" } },
+              {
+                path: "mem",
+                resourceFieldRef: {
+                  containerName: "main",
+                  resource: "limits.memory",
+                  divisor: "1Mi",
+                },
+              },
+            ],
+          },
+        },
+        {
+          name: "all",
+          projected: {
+            sources: [
+              { configMap: { name: "app-config", items: [{ key: "greeting", path: "g" }] } },
+              { secret: { name: "app-secret" } },
+              {
+                downwardAPI: {
+                  items: [{ path: "ns", fieldRef: { fieldPath: "metadata.namespace" } }],
+                },
+              },
+              { configMap: { name: "not-there", optional: true } },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}
+
+describe("Pod volumes", () => {
+  it("writes configMap, secret, downwardAPI, projected and emptyDir volumes the process finds", async () => {
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "app-config", namespace: "default" },
+      data: { greeting: "hello v1", nested: "a=1", unused: "x" },
+    } as unknown as Pod);
+    await client.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "app-secret", namespace: "default" },
+      stringData: { password: "s3cret" },
+    } as unknown as Pod);
+    const created = await client.create(volumePod("vol-1"));
+    const dir = podDirOf(created);
+    const vols = volumesDir(dir);
+    const seen = join(vols, "cache", "seen");
+    await eventually(
+      "the process to copy the greeting",
+      () => existsSync(seen) && read(seen) === "hello v1",
+      30_000,
+    );
+
+    // configMap: items choose keys and paths; the kubelet's layout and modes.
+    const config = join(vols, "config");
+    expect(lstatSync(join(config, "..data")).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(join(config, "..data"))).toMatch(
+      /^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+$/,
+    );
+    expect(readlinkSync(join(config, "greeting.txt"))).toBe("..data/greeting.txt");
+    expect(readlinkSync(join(config, "sub"))).toBe("..data/sub");
+    expect(read(join(config, "greeting.txt"))).toBe("hello v1");
+    expect(read(join(config, "sub/nested.conf"))).toBe("a=1");
+    expect(mode(join(config, "greeting.txt"))).toBe(0o644);
+    expect(mode(join(config, "sub/nested.conf"))).toBe(0o600);
+    expect(existsSync(join(config, "unused"))).toBe(false);
+    // secret: every key, defaultMode.
+    expect(read(join(vols, "creds", "password"))).toBe("s3cret");
+    expect(mode(join(vols, "creds", "password"))).toBe(0o400);
+    // downwardAPI.
+    expect(read(join(vols, "info", "labels"))).toBe('app="vol"\ntier="one"');
+    expect(read(join(vols, "info", "name"))).toBe("vol-1");
+    expect(read(join(vols, "info", "mem"))).toBe("64");
+    // projected: the sources together; an optional missing one skipped.
+    expect(read(join(vols, "all", "g"))).toBe("hello v1");
+    expect(read(join(vols, "all", "password"))).toBe("s3cret");
+    expect(read(join(vols, "all", "ns"))).toBe("default");
+    // The container's root links each mountPath to its volume.
+    const root = join(dir, "_root", "main");
+    expect(read(join(root, "etc/creds/password"))).toBe("s3cret");
+    expect(read(join(root, "etc/podinfo/name"))).toBe("vol-1");
+    // The process's environment names them.
+    const worker = [...agent.workers.values()].find((w) => w.record.pod.metadata.name === "vol-1");
+    const pid = worker?.record.containers[0].process?.pid;
+    const environ = read(`/proc/${pid}/environ`).split("\0");
+    expect(environ).toContain(`SETPOINT_ROOT=${root}`);
+    expect(environ).toContain(`SETPOINT_VOLUME_CACHE=${join(vols, "cache")}`);
+    expect(environ).toContain(`SETPOINT_VOLUME_CONFIG=${config}`);
+  });
+
+  it("swaps ..data when the ConfigMap changes, and the process reads the new content", async () => {
+    const vols = volumesDir(podDirOf(await client.get<Pod>(POD, "vol-1", "default")));
+    const config = join(vols, "config");
+    const before = readlinkSync(join(config, "..data"));
+    const cm = await client.get(CM, "app-config", "default");
+    await client.update({ ...cm, data: { greeting: "hello v2", nested: "a=2" } } as unknown as Pod);
+    await eventually(
+      "the process to read the new greeting",
+      () => read(join(vols, "cache", "seen")) === "hello v2",
+      30_000,
+    );
+    expect(readlinkSync(join(config, "..data"))).not.toBe(before);
+    expect(existsSync(join(config, before))).toBe(false);
+    expect(read(join(config, "sub/nested.conf"))).toBe("a=2");
+    expect(read(join(vols, "all", "g"))).toBe("hello v2");
+  });
+
+  it("rewrites the downwardAPI labels file when the Pod's labels change", async () => {
+    const vols = volumesDir(podDirOf(await client.get<Pod>(POD, "vol-1", "default")));
+    const r = await kubectl.run(["label", "pod", "vol-1", "--overwrite", "tier=two", "extra=yes"]);
+    expect(r.code, r.stderr).toBe(0);
+    await eventually("the labels file", () => {
+      const text = read(join(vols, "info", "labels"));
+      return text.includes('tier="two"') ? text : undefined;
+    });
+    expect(read(join(vols, "info", "labels"))).toBe('app="vol"\nextra="yes"\ntier="two"');
+  });
+
+  it("keeps a container ContainerCreating with FailedMount while its ConfigMap is missing", async () => {
+    const pod = volumePod("vol-missing");
+    pod.spec!.volumes![0].configMap!.name = "later-config";
+    await client.create(pod);
+    const out = await eventually("ContainerCreating", async () => {
+      const r = await kubectl.run(["get", "pod", "vol-missing", "--no-headers"]);
+      return /ContainerCreating/.test(r.stdout) ? r.stdout : undefined;
+    });
+    expect(out).toMatch(/^vol-missing\s+0\/1\s+ContainerCreating\s+0/);
+    const events = await eventually("a FailedMount event", async () => {
+      const r = await kubectl.run([
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=vol-missing",
+      ]);
+      return r.stdout.includes("FailedMount") ? r.stdout : undefined;
+    });
+    expect(events).toMatch(
+      /Warning\s+FailedMount\s+pod\/vol-missing\s+MountVolume\.SetUp failed for volume "config" : configmap "later-config" not found/,
+    );
+    await client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "later-config", namespace: "default" },
+      data: { greeting: "late", nested: "n" },
+    } as unknown as Pod);
+    await eventually(
+      "Running",
+      async () => {
+        const p = await client.get<Pod>(POD, "vol-missing", "default");
+        return p.status?.containerStatuses?.[0].state?.running ? p : undefined;
+      },
+      30_000,
+    );
+  });
+
+  it("removes the Pod's volumes, emptyDir with them, when the Pod goes", async () => {
+    const pod = await client.get<Pod>(POD, "vol-1", "default");
+    const vols = volumesDir(podDirOf(pod));
+    expect(existsSync(join(vols, "cache", "seen"))).toBe(true);
+    const r = await kubectl.run(["delete", "pod", "vol-1", "vol-missing", "--wait=true"]);
+    expect(r.stderr).toBe("");
+    await eventually("the volumes removed", () => !existsSync(vols));
+    expect(existsSync(join(podDirOf(pod), "_root"))).toBe(false);
+  });
+});
