@@ -6,7 +6,10 @@
  * and SETPOINT_VOLUME_*; an update of the ConfigMap swaps `..data` and the
  * process reads the new content; a label change rewrites the labels file; a
  * missing ConfigMap keeps the container ContainerCreating with the kubelet's
- * FailedMount event until it exists; the Pod's volumes go with the Pod.
+ * FailedMount event until it exists; the Pod's volumes go with the Pod. A
+ * projected serviceAccountToken is a token the apiserver's TokenReview accepts
+ * (bound to the Pod, with the volume's audience), renewed once 80% of its
+ * validity has passed on the agent's (injected) clock.
  */
 import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -15,20 +18,23 @@ import { Client } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/index.ts";
 import { podLogDir, volumesDir } from "../../src/agent/pods/index.ts";
-import { startTestEnv, type TestEnv } from "../../src/testenv/index.ts";
 import { Kubectl } from "../e2e/helpers/kubectl.ts";
+import { startTestServer, type TestServer } from "../helpers/test-server.ts";
 import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
 const CM = { apiVersion: "v1", kind: "ConfigMap" } as const;
-let env: TestEnv;
+let env: TestServer;
 let client: Client;
 let kubectl: Kubectl;
 let dataDir: string;
 let agent: Agent;
+/** How far the agent's token clock is ahead of the real one. */
+let clockOffset = 0;
 
 beforeAll(async () => {
-  env = await startTestEnv({ controllers: false });
+  // Authentication on: TokenReview judges the projected tokens.
+  env = await startTestServer({ tls: true });
   client = new Client(env.config);
   kubectl = new Kubectl(env.kubeconfigPath);
   dataDir = tempDir("setpoint-agent-volumes-");
@@ -40,6 +46,7 @@ beforeAll(async () => {
     podRange: 81,
     restartBackoff: { initialMs: 200, maxMs: 1_000 },
     volumeSyncMs: 300,
+    clock: () => Date.now() + clockOffset,
     serviceProxy: false,
   });
   await agent.start();
@@ -272,5 +279,107 @@ describe("Pod volumes", () => {
     expect(r.stderr).toBe("");
     await eventually("the volumes removed", () => !existsSync(vols));
     expect(existsSync(join(podDirOf(pod), "_root"))).toBe(false);
+  });
+
+  it("projects ServiceAccount tokens from the TokenRequest API and renews them at 80% of their validity", async () => {
+    await client.create({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "runner", namespace: "default" },
+    } as unknown as Pod);
+    const pod: Pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "tok", namespace: "default" },
+      spec: {
+        nodeName: "node-v",
+        serviceAccountName: "runner",
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: "main",
+            image: "shell:1",
+            command: ["sh", "-c", "exec sleep 600"],
+            volumeMounts: [{ name: "tokens", mountPath: "/var/run/secrets/tokens" }],
+          },
+        ],
+        volumes: [
+          {
+            name: "tokens",
+            projected: {
+              sources: [
+                { serviceAccountToken: { path: "api-token" } },
+                {
+                  serviceAccountToken: {
+                    path: "vault-token",
+                    audience: "vault",
+                    expirationSeconds: 600,
+                  },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    };
+    const created = await client.create(pod);
+    const dir = join(volumesDir(podDirOf(created)), "tokens");
+    const running = await eventually(
+      "Running",
+      async () => {
+        const p = await client.get<Pod>(POD, "tok", "default");
+        return p.status?.containerStatuses?.[0].state?.running ? p : undefined;
+      },
+      30_000,
+    );
+    expect(running.metadata.uid).toBe(created.metadata.uid);
+    const review = async (token: string, audiences?: string[]) =>
+      JSON.parse(
+        await kubectl.ok(["create", "-f", "-", "-o", "json"], {
+          input: JSON.stringify({
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenReview",
+            spec: { token, ...(audiences ? { audiences } : {}) },
+          }),
+        }),
+      ) as {
+        status?: {
+          authenticated?: boolean;
+          audiences?: string[];
+          user?: { username?: string; extra?: Record<string, string[]> };
+        };
+      };
+    const apiToken = read(join(dir, "api-token"));
+    const vaultToken = read(join(dir, "vault-token"));
+    expect(mode(join(dir, "api-token"))).toBe(0o644);
+    const r1 = await review(apiToken);
+    expect(r1.status?.authenticated).toBe(true);
+    expect(r1.status?.user?.username).toBe("system:serviceaccount:default:runner");
+    // Bound to the Pod (its claims name it; TokenReview checks it still exists).
+    const claims = JSON.parse(Buffer.from(apiToken.split(".")[1], "base64url").toString());
+    expect(claims["kubernetes.io"].pod).toEqual({ name: "tok", uid: created.metadata.uid });
+    const r2 = await review(vaultToken, ["vault"]);
+    expect(r2.status?.authenticated).toBe(true);
+    expect(r2.status?.audiences).toEqual(["vault"]);
+    // Not yet due: nothing is renewed.
+    const data = readlinkSync(join(dir, "..data"));
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(readlinkSync(join(dir, "..data"))).toBe(data);
+    // 80% of the 600 s token's validity passes on the agent's clock: it is renewed, the other is not.
+    clockOffset = 0.8 * 600_000 + 1_000;
+    const renewed = await eventually(
+      "the vault token renewed",
+      () => {
+        const t = read(join(dir, "vault-token"));
+        return t !== vaultToken ? t : undefined;
+      },
+      30_000,
+    );
+    expect(read(join(dir, "api-token"))).toBe(apiToken);
+    expect(readlinkSync(join(dir, "..data"))).not.toBe(data);
+    expect((await review(renewed, ["vault"])).status?.authenticated).toBe(true);
+    clockOffset = 0;
+    await kubectl.run(["delete", "pod", "tok", "--wait=true"]);
+    await eventually("the token volume removed", () => !existsSync(dir));
   });
 });
