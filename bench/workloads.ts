@@ -154,17 +154,36 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
   }
 }
 
-/** Mutating requests (create, update, patch, delete) on pods and their subresources. */
-async function podWrites(client: Client): Promise<number> {
+/** Mutating requests (create, update, patch, delete) by resource[/subresource]. */
+async function writesByResource(client: Client): Promise<Map<string, number>> {
   const res = await client.raw("GET", "/metrics");
-  let total = 0;
+  const out = new Map<string, number>();
   for (const line of res.text.split("\n")) {
     if (!line.startsWith("apiserver_request_total{")) continue;
-    if (!line.includes('resource="pods"')) continue;
     if (!/verb="(POST|PUT|PATCH|DELETE|CREATE|UPDATE)"/i.test(line)) continue;
-    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? "";
+    const sub = /subresource="([^"]*)"/.exec(line)?.[1] ?? "";
+    const k = sub ? `${resource}/${sub}` : resource;
+    out.set(k, (out.get(k) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
   }
+  return out;
+}
+
+/** Mutating requests on pods and their subresources. */
+async function podWrites(client: Client): Promise<number> {
+  let total = 0;
+  for (const [k, n] of await writesByResource(client)) if (k.split("/")[0] === "pods") total += n;
   return total;
+}
+
+/** The writes other than Pods' made between two readings, largest first. */
+function otherWrites(before: Map<string, number>, after: Map<string, number>): string {
+  return [...after]
+    .map(([k, n]) => [k, n - (before.get(k) ?? 0)] as const)
+    .filter(([k, n]) => n > 0 && k.split("/")[0] !== "pods")
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ");
 }
 
 function template(image: string, extra: Partial<Pod["spec"]> = {}) {
@@ -372,6 +391,7 @@ async function main(): Promise<void> {
   // A Deployment from create to all available.
   await client.create({ ...NS_KIND, metadata: { name: "bench" } });
   const writesBefore = await podWrites(client);
+  const allBefore = await writesByResource(client);
   const stages = await watchStages(client, "bench", PODS);
   t = performance.now();
   stages.start(t);
@@ -395,6 +415,7 @@ async function main(): Promise<void> {
     );
   }
   const writesPerPod = ((await podWrites(client)) - writesBefore) / PODS;
+  const others = otherWrites(allBefore, await writesByResource(client));
   const deployRate = PODS / rolloutS;
   rows.push({ name: "bare Pod creates (baseline)", value: `${bareRate.toFixed(0)} Pods/s` });
   rows.push({
@@ -412,6 +433,7 @@ async function main(): Promise<void> {
     name: "API writes per Pod (create, bind, status)",
     value: `${writesPerPod.toFixed(2)} (goal <= 4)`,
   });
+  rows.push({ name: "  other API writes meanwhile", value: others || "none" });
 
   if (process.env.BENCH_WORKLOADS_ONLY === "deployment") {
     print(`workloads (${PODS} Pods, ${NODES} simulated nodes)`, rows);
