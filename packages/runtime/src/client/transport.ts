@@ -20,6 +20,7 @@ import { readFileSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { Readable } from "node:stream";
+import { createSecureContext } from "node:tls";
 import { isStatus, type Status } from "@setpoint/api";
 import {
   ApiError,
@@ -115,9 +116,9 @@ export class Transport {
       this.protocol = https;
       this.agent = new https.Agent({
         keepAlive: true,
-        ca: config.ca,
-        cert: config.cert,
-        key: config.key,
+        // One TLS context for every connection (otherwise each new connection
+        // parses the CA and the client key pair again).
+        secureContext: createSecureContext({ ca: config.ca, cert: config.cert, key: config.key }),
         rejectUnauthorized: config.insecureSkipTLSVerify !== true,
         servername: config.tlsServerName,
       });
