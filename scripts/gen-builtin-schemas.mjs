@@ -67,6 +67,8 @@ const ROOTS = [
   "rbac/v1.ClusterRoleBinding",
   "admissionregistration/v1.ValidatingWebhookConfiguration",
   "admissionregistration/v1.MutatingWebhookConfiguration",
+  "admissionregistration/v1.ValidatingAdmissionPolicy",
+  "admissionregistration/v1.ValidatingAdmissionPolicyBinding",
 ];
 
 /** Types from other modules, by import path and name. */
@@ -82,6 +84,7 @@ const EXTERNAL = {
   "k8s.io/apimachinery/pkg/api/resource.Quantity": { kind: "quantity" },
   "k8s.io/apimachinery/pkg/util/intstr.IntOrString": { kind: "intOrString" },
   "k8s.io/apimachinery/pkg/types.UID": { kind: "string" },
+  "k8s.io/apimachinery/pkg/apis/meta/v1.StatusReason": { kind: "string" },
   "k8s.io/apimachinery/pkg/runtime.RawExtension": { kind: "raw" },
 };
 

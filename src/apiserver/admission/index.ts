@@ -1,8 +1,9 @@
 /**
- * Admission: the webhooks that ValidatingWebhookConfigurations and
+ * Admission (chain.ts): the webhooks that ValidatingWebhookConfigurations and
  * MutatingWebhookConfigurations declare, called on writes between the store's
  * decision and storage (webhook-admission.ts): which are stored
  * (configurations.ts), which one a write calls (matching.ts), and how one is
- * called (webhook-client.ts).
+ * called (webhook-client.ts); and ValidatingAdmissionPolicies with their bindings
+ * (policy-admission.ts), evaluated between mutating and validating webhooks.
  */
-export { WebhookAdmission } from "./webhook-admission.ts";
+export { AdmissionChain } from "./chain.ts";

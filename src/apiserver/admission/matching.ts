@@ -102,3 +102,62 @@ export function objectMatches(w: Webhook, a: MatchAttributes): boolean {
     (a.oldObjectLabels !== undefined && selects(sel, a.oldObjectLabels))
   );
 }
+
+/** A policy's matchConstraints or a binding's matchResources, defaulted as stored. */
+export interface MatchResources {
+  namespaceSelector?: MetaLabelSelector;
+  objectSelector?: MetaLabelSelector;
+  resourceRules?: (RuleWithOperations & { resourceNames?: string[] })[];
+  excludeResourceRules?: (RuleWithOperations & { resourceNames?: string[] })[];
+  matchPolicy?: "Equivalent" | "Exact";
+}
+
+function namedRuleMatches(
+  rule: RuleWithOperations & { resourceNames?: string[] },
+  a: MatchAttributes,
+  version: string,
+  name: string,
+): boolean {
+  if (!ruleMatches(rule, a, version)) return false;
+  const names = rule.resourceNames ?? [];
+  return names.length === 0 || names.includes(name);
+}
+
+/**
+ * The version a policy evaluates the object in when `mr` matches the request
+ * (its resource rules with their resourceNames, unless an excludeResourceRule
+ * matches; with matchPolicy Equivalent another served version its rules name),
+ * then its object and namespace selectors; undefined when it does not match.
+ * With `anyResource` (a binding's matchResources without resourceRules) every
+ * resource passes the rules.
+ */
+export function matchResourcesVersion(
+  mr: MatchResources,
+  a: MatchAttributes,
+  name: string,
+  anyResource = false,
+): string | undefined {
+  const equivalent = (mr.matchPolicy ?? "Equivalent") === "Equivalent";
+  const versions = [
+    a.version,
+    ...(equivalent
+      ? a.def.versions.filter((v) => v.served && v.name !== a.version).map((v) => v.name)
+      : []),
+  ];
+  for (const rule of mr.excludeResourceRules ?? []) {
+    if (versions.some((v) => namedRuleMatches(rule, a, v, name))) return undefined;
+  }
+  let version: string | undefined;
+  const rules = mr.resourceRules ?? [];
+  if (anyResource && rules.length === 0) version = a.version;
+  else version = versions.find((v) => rules.some((r) => namedRuleMatches(r, a, v, name)));
+  if (version === undefined) return undefined;
+  const shim = {
+    name: "",
+    clientConfig: {},
+    ...(mr.namespaceSelector ? { namespaceSelector: mr.namespaceSelector } : {}),
+    ...(mr.objectSelector ? { objectSelector: mr.objectSelector } : {}),
+  } as Webhook;
+  if (!objectMatches(shim, a) || !namespaceMatches(shim, a)) return undefined;
+  return version;
+}

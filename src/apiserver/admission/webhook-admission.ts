@@ -29,6 +29,7 @@ import {
   namespaceMatches,
   objectMatches,
 } from "./matching.ts";
+import { admissionRequest } from "./request.ts";
 import { CallError, callWebhook, type WebhookTarget, withTimeout } from "./webhook-client.ts";
 
 /** The AdmissionReview versions this server speaks, in its order of preference. */
@@ -195,7 +196,7 @@ export class WebhookAdmission implements Admission {
       a.namespaceLabels = await this.#namespaceLabels(a.namespace);
     if (!namespaceMatches(w, a)) return undefined;
     if (!w.matchConditions?.length) return version;
-    const request = this.#request(ctx, attrs, version, "");
+    const request = admissionRequest(ctx, attrs, version, "");
     const verdict = evaluateMatchConditions(w.matchConditions, {
       object: request.object,
       oldObject: request.oldObject,
@@ -240,7 +241,7 @@ export class WebhookAdmission implements Admission {
       const review = {
         apiVersion: `admission.k8s.io/${reviewVersion}`,
         kind: "AdmissionReview",
-        request: this.#request(ctx, attrs, version, uid),
+        request: admissionRequest(ctx, attrs, version, uid),
       };
       const timeout = w.timeoutSeconds ?? 10;
       const target = await this.#target(w, timeout);
@@ -264,46 +265,6 @@ export class WebhookAdmission implements Admission {
       const why = err instanceof CallError ? `failed to call webhook: ${err.message}` : String(err);
       throw callFailed(w.name, why);
     }
-  }
-
-  #request(
-    ctx: StoreContext,
-    attrs: AdmissionAttributes,
-    version: string,
-    uid: string,
-  ): Record<string, unknown> {
-    const def = ctx.def;
-    const sub = ctx.scope.subresource;
-    const gvk = (v: string) => ({ group: def.group, version: v, kind: def.names.kind });
-    const gvr = (v: string) => ({ group: def.group, version: v, resource: def.names.plural });
-    const user = ctx.scope.user;
-    const obj = attrs.object ?? attrs.oldObject;
-    const options: Record<string, string> = {
-      CREATE: "CreateOptions",
-      UPDATE: "UpdateOptions",
-      DELETE: "DeleteOptions",
-    };
-    return {
-      uid,
-      kind: gvk(version),
-      resource: gvr(version),
-      ...(sub ? { subResource: sub } : {}),
-      requestKind: gvk(ctx.version.name),
-      requestResource: gvr(ctx.version.name),
-      ...(sub ? { requestSubResource: sub } : {}),
-      name: obj?.metadata.name ?? ctx.scope.name ?? "",
-      ...(ctx.scope.namespace ? { namespace: ctx.scope.namespace } : {}),
-      operation: attrs.operation,
-      userInfo: {
-        username: user.name,
-        ...((user as { uid?: string }).uid ? { uid: (user as { uid?: string }).uid } : {}),
-        groups: user.groups,
-      },
-      object: attrs.object ? convertToVersion(attrs.object, def, version) : null,
-      oldObject: attrs.oldObject ? convertToVersion(attrs.oldObject, def, version) : null,
-      dryRun: attrs.dryRun,
-      options: { kind: options[attrs.operation], apiVersion: "meta.k8s.io/v1" },
-    };
   }
 
   /** Where a webhook is called: its URL, or a ready endpoint of its Service. */

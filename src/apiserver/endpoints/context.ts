@@ -13,7 +13,7 @@ import type {
   VersionDefinition,
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
-import type { WebhookAdmission } from "../admission/index.ts";
+import type { AdmissionChain } from "../admission/index.ts";
 import type { RbacAuthorizer } from "../authz/index.ts";
 import type { DecodedObjects } from "../store/decoded-objects.ts";
 import type { ResourceStore, StoreUser } from "../store/index.ts";
@@ -36,7 +36,7 @@ export interface ApiContext {
   /** TokenReview's authenticator (absent when authentication is off). */
   reviewToken?: ReviewServices["reviewToken"];
   /** Calls the admission webhooks the stored configurations declare. */
-  admission: WebhookAdmission;
+  admission: AdmissionChain;
   store: Store;
   registry: Registry;
   logger?: Logger;

@@ -19,7 +19,7 @@ import {
   storageVersion,
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
-import { WebhookAdmission } from "../admission/index.ts";
+import { AdmissionChain } from "../admission/index.ts";
 import { auditAnnotate, auditImpersonated } from "../audit/event.ts";
 import { forbidden, impersonate, RbacAuthorizer } from "../authz/index.ts";
 import {
@@ -173,7 +173,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   const ctx: ApiContext = {
     authorizer: new RbacAuthorizer(opts.registry, caches),
     ...(opts.reviewToken ? { reviewToken: opts.reviewToken } : {}),
-    admission: new WebhookAdmission(opts.registry, caches),
+    admission: new AdmissionChain(opts.registry, caches),
     store: opts.store,
     registry: opts.registry,
     limits,
@@ -521,6 +521,7 @@ async function serveResource(
     version,
     user,
     warnings,
+    annotate: (key, value) => auditAnnotate(req, key, value),
     ...(def.namespaced && route.namespace !== undefined ? { namespace: route.namespace } : {}),
     ...(route.name !== undefined ? { name: route.name } : {}),
     ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
@@ -594,6 +595,7 @@ function streamScope(
     version,
     user,
     warnings,
+    annotate: (key, value) => auditAnnotate(req, key, value),
     ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
     ...(route.name !== undefined ? { name: route.name } : {}),
   });

@@ -74,6 +74,8 @@ export interface ResourceScope {
   user: StoreUser;
   /** Where warnings for the client go (admission webhooks add theirs). */
   warnings?: string[];
+  /** Adds an annotation to the request's audit event (admission policies add theirs). */
+  annotate?: (key: string, value: string) => void;
 }
 
 /** A scope bound to the services, with what every step derives from it. */

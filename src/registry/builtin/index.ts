@@ -2,6 +2,8 @@
 import type { ResourceDefinition } from "../types.ts";
 import {
   mutatingWebhookConfigurationDefinition,
+  validatingAdmissionPolicyBindingDefinition,
+  validatingAdmissionPolicyDefinition,
   validatingWebhookConfigurationDefinition,
 } from "./admission/index.ts";
 import { configMapDefinition } from "./config-map.ts";
@@ -106,6 +108,8 @@ export function builtinDefinitions(opts: BuiltinOptions = {}): ResourceDefinitio
     roleDefinition,
     mutatingWebhookConfigurationDefinition,
     validatingWebhookConfigurationDefinition,
+    validatingAdmissionPolicyDefinition,
+    validatingAdmissionPolicyBindingDefinition,
     leaseDefinition,
     eventsV1EventDefinition,
     selfSubjectReviewDefinition,

@@ -2,7 +2,8 @@
  * Admission registration (admissionregistration.k8s.io/v1): the webhook
  * configurations that tell the apiserver which webhooks to call on which
  * writes (webhook-configurations.ts), and the CEL matchConditions that narrow
- * them (match-conditions.ts).
+ * them (match-conditions.ts); ValidatingAdmissionPolicies and their bindings
+ * (policies.ts) with the CEL they are evaluated in (policy-cel.ts).
  */
 export {
   evaluateMatchConditions,
@@ -11,6 +12,10 @@ export {
   type MatchVerdict,
   validateMatchConditions,
 } from "./match-conditions.ts";
+export {
+  validatingAdmissionPolicyBindingDefinition,
+  validatingAdmissionPolicyDefinition,
+} from "./policies.ts";
 export {
   ADMISSION_GROUP,
   mutatingWebhookConfigurationDefinition,

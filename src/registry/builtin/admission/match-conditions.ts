@@ -21,6 +21,7 @@ import {
   withMeter,
 } from "../../crd/cel/index.ts";
 import { invalid, qualifiedNameErrors, required } from "../causes.ts";
+import { CompileError, compilePolicyExpression } from "./policy-cel.ts";
 
 export interface MatchCondition {
   name: string;
@@ -60,8 +61,16 @@ function compile(expression: string): ParseResult {
   return program;
 }
 
-/** The causes of a webhook's matchConditions (at `at`, e.g. webhooks[0].matchConditions). */
-export function validateMatchConditions(conditions: unknown, at: string): StatusCause[] {
+/**
+ * The causes of a webhook's matchConditions (at `at`, e.g. webhooks[0].matchConditions);
+ * with `policyParams` set, of a ValidatingAdmissionPolicy's (compiled in its
+ * environment, with `params` when it is true).
+ */
+export function validateMatchConditions(
+  conditions: unknown,
+  at: string,
+  policyParams?: boolean,
+): StatusCause[] {
   if (conditions === undefined || conditions === null) return [];
   const list = Array.isArray(conditions) ? (conditions as Record<string, unknown>[]) : [];
   const causes: StatusCause[] = [];
@@ -84,8 +93,10 @@ export function validateMatchConditions(conditions: unknown, at: string): Status
       return;
     }
     try {
-      compile(expression);
+      if (policyParams === undefined) compile(expression);
+      else compilePolicyExpression(expression, policyParams, "bool");
     } catch (err) {
+      if (policyParams !== undefined && !(err instanceof CompileError)) throw err;
       causes.push(invalid(`${here}.expression`, expression, (err as Error).message));
     }
   });
