@@ -6,7 +6,8 @@
  * selector, parameterNotFoundAction); namespaceSelector, matchConditions,
  * variables and messageExpression; a compile error refuses the policy; an
  * expression that fails at run time follows failurePolicy; deleting the binding
- * stops enforcement; the types are defaulted, validated and listed as
+ * stops enforcement; a misspelt field is reported in the policy's status
+ * (type checking); the types are defaulted, validated and listed as
  * Kubernetes does.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -431,6 +432,56 @@ data: {a: "1"}
       ]);
       return r.code === 0;
     }, "the ConfigMap to be admitted under failurePolicy Ignore");
+  });
+
+  it("reports type checking in the policy's status, and a field it names fails under failurePolicy", async () => {
+    await kubectl.ok(["apply", "-f", "-"], {
+      input: `apiVersion: v1
+kind: Namespace
+metadata: {name: typed}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: typed}}
+  validations:
+  - expression: "object.spec.replicaz <= 5"
+  - expression: "object.spec.replicas <= 50"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: typo}
+spec: {policyName: typo, validationActions: [Deny]}
+`,
+    });
+    const status = await eventually(async () => {
+      const p = JSON.parse(
+        await kubectl.ok(["get", "validatingadmissionpolicy", "typo", "-o", "json"]),
+      );
+      return p.status?.observedGeneration === p.metadata.generation ? p.status : undefined;
+    }, "the policy's status");
+    expect(status.typeChecking.expressionWarnings).toEqual([
+      {
+        fieldRef: "spec.validations[0].expression",
+        warning:
+          "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz <= 5\n | ...........^",
+      },
+    ]);
+    const clean = await eventually(async () => {
+      const p = JSON.parse(
+        await kubectl.ok(["get", "validatingadmissionpolicy", "max-replicas", "-o", "json"]),
+      );
+      return p.status?.observedGeneration === p.metadata.generation ? p.status : undefined;
+    }, "a clean policy's status");
+    expect(clean.typeChecking).toEqual({});
+    const r = await refused(deployment("typo", 1, "typed"));
+    expect(r).toContain(
+      "ValidatingAdmissionPolicy 'typo' with binding 'typo' denied request: expression 'object.spec.replicaz <= 5' resulted in error: ",
+    );
   });
 
   it("validates bindings with Kubernetes' messages", async () => {

@@ -4,6 +4,8 @@
  * decision and storage (webhook-admission.ts): which are stored
  * (configurations.ts), which one a write calls (matching.ts), and how one is
  * called (webhook-client.ts); and ValidatingAdmissionPolicies with their bindings
- * (policy-admission.ts), evaluated between mutating and validating webhooks.
+ * (policy-admission.ts), evaluated between mutating and validating webhooks, and
+ * their status (policy-status.ts).
  */
 export { AdmissionChain } from "./chain.ts";
+export { PolicyStatus, type StatusWriter } from "./policy-status.ts";

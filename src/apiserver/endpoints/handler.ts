@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { errors, failure, type StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
+import { policyExpressionAst } from "../../registry/builtin/admission/policy-cel.ts";
 import { type AccessAttributes, MASTERS } from "../../registry/builtin/rbac/index.ts";
 import type { Registry } from "../../registry/registry.ts";
 import type { ReviewServices } from "../../registry/types.ts";
@@ -19,7 +20,7 @@ import {
   storageVersion,
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
-import { AdmissionChain } from "../admission/index.ts";
+import { AdmissionChain, PolicyStatus } from "../admission/index.ts";
 import { auditAnnotate, auditImpersonated } from "../audit/event.ts";
 import { forbidden, impersonate, RbacAuthorizer } from "../authz/index.ts";
 import {
@@ -195,6 +196,40 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
       ...(def.namespaced && namespace !== undefined ? { namespace } : {}),
       ...(name !== undefined ? { name } : {}),
     });
+  // ValidatingAdmissionPolicies' status (observedGeneration, type checking).
+  const policyStatus = new PolicyStatus(
+    opts.registry,
+    caches,
+    async (name, status, generation) => {
+      const def = opts.registry.get("admissionregistration.k8s.io", "validatingadmissionpolicies");
+      if (!def) return;
+      const store = new ResourceStore(ctx, {
+        definition: def,
+        version: storageVersion(def),
+        user: SERVER_USER,
+        name,
+        subresource: "status",
+      });
+      await store.update(
+        {
+          dryRun: false,
+          manager: "validatingadmissionpolicy-status-controller",
+          allowCreate: false,
+        },
+        (current) => {
+          if (!current) throw errors.notFound({ resource: "validatingadmissionpolicies", name });
+          if ((current.metadata.generation ?? 1) !== generation)
+            throw errors.conflict(
+              { resource: "validatingadmissionpolicies", name },
+              "generation moved",
+            );
+          return { ...current, status } as typeof current;
+        },
+      );
+    },
+    policyExpressionAst,
+  );
+  policyStatus.start();
   return {
     async handle(req, res, user) {
       const url = requestUrl(req.url ?? "/");
@@ -237,6 +272,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
     },
     async close() {
       closed = true;
+      policyStatus.stop();
       ctx.watches.closeAll();
       await caches.close();
     },

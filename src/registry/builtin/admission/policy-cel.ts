@@ -114,3 +114,8 @@ export function lazyVariables(
   }
   return vars;
 }
+
+/** The parsed form (AST) of an expression, for the type checker; throws a CompileError. */
+export function policyExpressionAst(expression: string, hasParams: boolean): unknown {
+  return (compilePolicyExpression(expression, hasParams, "any") as { ast?: unknown }).ast;
+}
