@@ -82,8 +82,18 @@ export function nonZeroRequests(pod: Pod): { cpu: number; memory: number } {
 
 /** What the Node offers Pods: status.allocatable, else status.capacity. */
 export function allocatable(node: Node): ResourceList {
+  const cached = parsedAllocatable.get(node);
+  if (cached) return cached;
   const list = node.status?.allocatable ?? node.status?.capacity ?? {};
   const out: ResourceList = {};
   for (const [k, q] of Object.entries(list)) out[k] = amount(k, q as string | number);
+  parsedAllocatable.set(node, out);
   return out;
 }
+
+/**
+ * Each Node object's allocatable, parsed once: the informer replaces a Node's
+ * object when it changes and never modifies one, so the scheduler does not
+ * parse 100 nodes' quantities again for every Pod. Callers must not modify it.
+ */
+const parsedAllocatable = new WeakMap<Node, ResourceList>();

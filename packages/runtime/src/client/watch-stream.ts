@@ -88,6 +88,7 @@ export class JsonObjectSplitter {
     this.buf += text;
     const buf = this.buf;
     let i = this.pos;
+    if (this.start < 0) i = this.wholeLines(buf, i, out);
     for (; i < buf.length; i++) {
       const c = buf.charCodeAt(i);
       if (this.start < 0) {
@@ -135,6 +136,33 @@ export class JsonObjectSplitter {
       }
     }
     return out;
+  }
+
+  /**
+   * The fast path for newline-delimited objects (what apiservers send): from
+   * `i`, between objects, parses each complete line that holds one object
+   * whole; returns where the character scan must go on (the first line that
+   * is not such a line, or the unfinished last one), which sees anything else.
+   */
+  private wholeLines(buf: string, i: number, out: unknown[]): number {
+    for (;;) {
+      const nl = buf.indexOf("\n", i);
+      if (nl < 0) return i;
+      const line = buf.slice(i, nl).trim();
+      if (line.length > 0) {
+        if (line.charCodeAt(0) !== OPEN_BRACE || line.charCodeAt(line.length - 1) !== CLOSE_BRACE) {
+          return i;
+        }
+        let v: unknown;
+        try {
+          v = JSON.parse(line);
+        } catch {
+          return i;
+        }
+        out.push(v);
+      }
+      i = nl + 1;
+    }
   }
 
   /** Characters of an unfinished object held back. */
