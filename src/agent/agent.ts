@@ -152,6 +152,7 @@ function tokenProjections(pod: Pod): TokenProjection[] {
 
 interface SecretObject {
   data?: Record<string, string>;
+  binaryData?: Record<string, string>;
   stringData?: Record<string, string>;
 }
 
@@ -252,6 +253,11 @@ export class Agent {
     configMap: (ns, name) => this.state.configMaps[`${ns}/${name}`],
     secret: (ns, name) => this.state.secrets[`${ns}/${name}`],
     services: (ns, links) => serviceEnv(this.proxy?.table, ns, links),
+    binary: (kind, ns, name) => {
+      const b64 = this.state.binaryData[`${kind}/${ns}/${name}`];
+      if (!b64) return undefined;
+      return Object.fromEntries(Object.entries(b64).map(([k, v]) => [k, Buffer.from(v, "base64")]));
+    },
     token: (pod, _volume, p) => {
       const t = this.state.tokens[tokenKey(pod, p)];
       // An expired token is still written during an outage: nothing better can be had.
@@ -358,15 +364,29 @@ export class Agent {
     const read = async (kind: typeof CONFIGMAP | typeof SECRET, key: string) => {
       const [ns, name] = key.split("/");
       const table = kind === CONFIGMAP ? this.state.configMaps : this.state.secrets;
+      const binKey = `${kind === CONFIGMAP ? "configmap" : "secret"}/${key}`;
       try {
         const obj = (await this.opts.client.get(kind, name, ns)) as unknown as SecretObject;
         const data: Record<string, string> = {};
+        // Bytes that are not UTF-8 text (a Secret's value, a ConfigMap's binaryData), base64.
+        const binary: Record<string, string> = { ...(obj.binaryData ?? {}) };
         for (const [k, v] of Object.entries(obj.data ?? {})) {
-          data[k] = kind === SECRET ? Buffer.from(v, "base64").toString("utf8") : v;
+          if (kind !== SECRET) {
+            data[k] = v;
+            continue;
+          }
+          const bytes = Buffer.from(v, "base64");
+          data[k] = bytes.toString("utf8");
+          if (!Buffer.from(data[k], "utf8").equals(bytes)) binary[k] = v;
         }
         table[key] = data;
+        if (Object.keys(binary).length) this.state.binaryData[binKey] = binary;
+        else delete this.state.binaryData[binKey];
       } catch (err) {
-        if (isNotFound(err)) delete table[key];
+        if (isNotFound(err)) {
+          delete table[key];
+          delete this.state.binaryData[binKey];
+        }
       }
     };
     await Promise.all([

@@ -103,6 +103,7 @@ function volumePod(name: string): Pod {
             items: [
               { key: "greeting", path: "greeting.txt" },
               { key: "nested", path: "sub/nested.conf", mode: 0o600 },
+              { key: "bin", path: "bin" },
             ],
           },
         },
@@ -152,12 +153,14 @@ describe("Pod volumes", () => {
       kind: "ConfigMap",
       metadata: { name: "app-config", namespace: "default" },
       data: { greeting: "hello v1", nested: "a=1", unused: "x" },
+      binaryData: { bin: Buffer.from([0xff, 0x00, 0x80]).toString("base64") },
     } as unknown as Pod);
     await client.create({
       apiVersion: "v1",
       kind: "Secret",
       metadata: { name: "app-secret", namespace: "default" },
       stringData: { password: "s3cret" },
+      data: { blob: Buffer.from([0xfe, 0x01, 0xc3]).toString("base64") },
     } as unknown as Pod);
     const created = await client.create(volumePod("vol-1"));
     const dir = podDirOf(created);
@@ -185,6 +188,9 @@ describe("Pod volumes", () => {
     // secret: every key, defaultMode.
     expect(read(join(vols, "creds", "password"))).toBe("s3cret");
     expect(mode(join(vols, "creds", "password"))).toBe(0o400);
+    // Bytes that are not text are written as bytes.
+    expect(readFileSync(join(vols, "creds", "blob"))).toEqual(Buffer.from([0xfe, 0x01, 0xc3]));
+    expect(readFileSync(join(config, "bin"))).toEqual(Buffer.from([0xff, 0x00, 0x80]));
     // downwardAPI.
     expect(read(join(vols, "info", "labels"))).toBe('app="vol"\ntier="one"');
     expect(read(join(vols, "info", "name"))).toBe("vol-1");
@@ -260,6 +266,7 @@ describe("Pod volumes", () => {
       kind: "ConfigMap",
       metadata: { name: "later-config", namespace: "default" },
       data: { greeting: "late", nested: "n" },
+      binaryData: { bin: "AA==" },
     } as unknown as Pod);
     await eventually(
       "Running",

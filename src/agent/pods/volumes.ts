@@ -39,6 +39,12 @@ export const DEFAULT_FILE_MODE = 0o644;
 
 /** What volumes read: ConfigMaps and Secrets (as for env), and ServiceAccount tokens. */
 export interface VolumeSources extends EnvSources {
+  /** A ConfigMap's binaryData, or a Secret's values that are not UTF-8 text, as bytes. */
+  binary?(
+    kind: "configmap" | "secret",
+    namespace: string,
+    name: string,
+  ): Record<string, Buffer> | undefined;
   /** The token of a serviceAccountToken projection; undefined when none could be had yet. */
   token?(pod: Pod, volume: string, projection: TokenProjection): string | undefined;
 }
@@ -68,7 +74,7 @@ class MountError extends Error {}
 function keyFiles(
   what: "configmap" | "secret",
   name: string,
-  data: Record<string, string> | undefined,
+  data: Record<string, string | Buffer> | undefined,
   items: KeyToPath[] | undefined,
   optional: boolean | undefined,
   mode: number,
@@ -131,17 +137,23 @@ function downwardFiles(
 
 function payloadOf(pod: Pod, v: Volume, sources: VolumeSources, node: NodeResources) {
   const ns = pod.metadata.namespace ?? "default";
+  const withBytes = (kind: "configmap" | "secret", name: string) => {
+    const text = kind === "configmap" ? sources.configMap(ns, name) : sources.secret(ns, name);
+    if (!text) return undefined;
+    const bytes = sources.binary?.(kind, ns, name);
+    return bytes ? { ...text, ...bytes } : text;
+  };
   const out = new Map<string, PayloadFile>();
   if (v.configMap) {
     const cm = v.configMap;
     const name = cm.name ?? "";
     const mode = cm.defaultMode ?? DEFAULT_FILE_MODE;
-    keyFiles("configmap", name, sources.configMap(ns, name), cm.items, cm.optional, mode, out);
+    keyFiles("configmap", name, withBytes("configmap", name), cm.items, cm.optional, mode, out);
   } else if (v.secret) {
     const s = v.secret;
     const name = s.secretName ?? "";
     const mode = s.defaultMode ?? DEFAULT_FILE_MODE;
-    keyFiles("secret", name, sources.secret(ns, name), s.items, s.optional, mode, out);
+    keyFiles("secret", name, withBytes("secret", name), s.items, s.optional, mode, out);
   } else if (v.downwardAPI) {
     const mode = v.downwardAPI.defaultMode ?? DEFAULT_FILE_MODE;
     downwardFiles(pod, v.downwardAPI.items ?? [], mode, node, out);
@@ -150,11 +162,11 @@ function payloadOf(pod: Pod, v: Volume, sources: VolumeSources, node: NodeResour
     for (const s of v.projected.sources ?? []) {
       if (s.configMap) {
         const name = s.configMap.name ?? "";
-        const data = sources.configMap(ns, name);
+        const data = withBytes("configmap", name);
         keyFiles("configmap", name, data, s.configMap.items, s.configMap.optional, mode, out);
       } else if (s.secret) {
         const name = s.secret.name ?? "";
-        const data = sources.secret(ns, name);
+        const data = withBytes("secret", name);
         keyFiles("secret", name, data, s.secret.items, s.secret.optional, mode, out);
       } else if (s.downwardAPI) {
         downwardFiles(pod, s.downwardAPI.items ?? [], mode, node, out);

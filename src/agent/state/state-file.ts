@@ -24,6 +24,11 @@ export interface AgentStateData {
   configMaps: Record<string, Record<string, string>>;
   /** Secret data by namespace/name, decoded. */
   secrets: Record<string, Record<string, string>>;
+  /**
+   * Bytes that are not UTF-8 text, base64, by `configmap/ns/name` (binaryData) or
+   * `secret/ns/name` (values that do not survive decoding as text), for volumes.
+   */
+  binaryData: Record<string, Record<string, string>>;
   /** Projected ServiceAccount tokens by tokenKey (Pod uid, account, audience, validity). */
   tokens: Record<string, StoredToken>;
 }
@@ -37,7 +42,15 @@ export interface StoredToken {
 }
 
 export function emptyState(node: string): AgentStateData {
-  return { version: STATE_VERSION, node, pods: {}, configMaps: {}, secrets: {}, tokens: {} };
+  return {
+    version: STATE_VERSION,
+    node,
+    pods: {},
+    configMaps: {},
+    secrets: {},
+    binaryData: {},
+    tokens: {},
+  };
 }
 
 export class StateFile {
@@ -66,6 +79,7 @@ export class StateFile {
       state.configMaps ??= {};
       state.secrets ??= {};
       state.tokens ??= {};
+      state.binaryData ??= {};
       return { state };
     } catch (err) {
       const aside = `${path}.corrupt-${Date.now()}`;
