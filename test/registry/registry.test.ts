@@ -93,6 +93,8 @@ describe("Registry", () => {
         "roles.rbac.authorization.k8s.io",
         "mutatingwebhookconfigurations.admissionregistration.k8s.io",
         "validatingwebhookconfigurations.admissionregistration.k8s.io",
+        "validatingadmissionpolicies.admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings.admissionregistration.k8s.io",
         "pods.",
         "podtemplates.",
         "replicasets.apps",

@@ -775,6 +775,28 @@ const BY_NAME: Readonly<Record<string, string>> = {
   caBundle:
     "PEM of the certificate authorities that sign the webhook's serving certificate (base64).",
   url: "The https URL the webhook is called at.",
+  valueExpression:
+    "A CEL expression whose string value is recorded as an audit annotation; null records none.",
+  warning: "What type checking found wrong with the expression.",
+  excludeResourceRules: "Writes the policy is not applied to, even when resourceRules match them.",
+  resourceRules: "The writes the policy applies to: operations on resources, optionally by name.",
+  parameterNotFoundAction:
+    "Deny (the default) or Allow: what happens to a write when no param is found.",
+  expressionWarnings: "The expressions type checking found fault with, by field.",
+  matchResources:
+    "Narrows the writes the policy is applied to for this binding; all the policy matches when absent.",
+  paramRef: "The param objects (by name or label selector) the policy is evaluated with.",
+  policyName: "The ValidatingAdmissionPolicy this binding applies.",
+  validationActions:
+    "Deny, Warn and/or Audit: what a failed validation does (Deny and Warn not together).",
+  auditAnnotations: "CEL expressions whose values are added to the request's audit event.",
+  matchConstraints: "The writes the policy applies to; a binding may narrow them.",
+  paramKind: "The kind (apiVersion and kind) of the objects a binding's paramRef names.",
+  validations: "CEL expressions that must all hold for a write to pass.",
+  variables: "Named CEL expressions the others read as variables.NAME.",
+  typeChecking: "What type checking of the policy's expressions found.",
+  messageExpression:
+    "A CEL expression whose string value is the message when the validation fails.",
 };
 
 /** The description of field `field` of struct `struct` ("core.v1.PodSpec"). */
