@@ -1,6 +1,7 @@
 /** The `setpoint` command: dispatches to its subcommands. */
 import { AGENT_USAGE, agent } from "./agent.ts";
 import { controllerManager } from "./controller-manager.ts";
+import { CREDENTIALS_USAGE, credentials } from "./credentials.ts";
 import { devCluster } from "./dev-cluster/index.ts";
 import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
@@ -19,6 +20,7 @@ Commands:
   controller-manager  run the built-in controllers against an API server
   agent       run a node agent: the Pods bound to its Node as local processes
   image       build and list the images the agent runs Pods from
+  credentials write a kubeconfig for a node agent or the gateway, signed by the data dir's CA
   gateway     serve Ingresses as an HTTP(S) reverse proxy that outlives the API server
   dev-cluster run etcd, apiservers, controller managers, agents and a gateway on this machine
 
@@ -41,6 +43,8 @@ export async function main(argv: string[]): Promise<number> {
         return await agent(rest);
       case "image":
         return await image(rest);
+      case "credentials":
+        return await credentials(rest);
       case "gateway":
         return await gateway(rest);
       case "dev-cluster":
@@ -65,7 +69,13 @@ export async function main(argv: string[]): Promise<number> {
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
       const usage =
-        command === "image" ? IMAGE_USAGE : command === "agent" ? AGENT_USAGE : UP_USAGE;
+        command === "image"
+          ? IMAGE_USAGE
+          : command === "agent"
+            ? AGENT_USAGE
+            : command === "credentials"
+              ? CREDENTIALS_USAGE
+              : UP_USAGE;
       process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${usage}`);
       return 2;
     }

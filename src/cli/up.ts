@@ -13,7 +13,7 @@
  */
 
 import { mkdir, open, readFile } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import {
@@ -27,9 +27,12 @@ import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
 import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
 import {
   type ControlPlane,
+  NODE_KUBECONFIG_FILE,
+  nodeIdentity,
   StartupError,
   type StorageOptions,
   startControlPlane,
+  writeComponentKubeconfig,
 } from "../controlplane/index.ts";
 import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
 import { parseControllerList, parseDuration, parseNodeFlags } from "./controller-manager.ts";
@@ -40,6 +43,7 @@ import {
   logUsage,
   stdoutIsStderr,
 } from "./logging.ts";
+import { defaultNodeName } from "./node-name.ts";
 import { type NodeAgentProcess, startNodeAgent } from "./up-agent.ts";
 import { DEFAULT_GATEWAY_LISTEN, startUpGateway } from "./up-gateway.ts";
 import { UsageError } from "./usage-error.ts";
@@ -385,9 +389,17 @@ export async function up(argv: string[]): Promise<number> {
   if (signalled === undefined) {
     printBanner(plane, values.storage, logger, format, gateway?.address);
     if (!values["no-agent"]) {
+      // The agent is its node (system:node:NAME in system:nodes), not the admin.
+      const nodeKubeconfig = join(plane.dir, NODE_KUBECONFIG_FILE);
+      await writeComponentKubeconfig(
+        nodeKubeconfig,
+        plane.dir,
+        plane.url,
+        nodeIdentity(defaultNodeName()),
+      );
       agent = startNodeAgent({
         dataDir,
-        kubeconfig: plane.kubeconfigPath,
+        kubeconfig: nodeKubeconfig,
         secureListen: values["agent-listen"],
         logLevel: values["log-level"],
         logFormat: format,

@@ -6,15 +6,19 @@
  * throwaway control plane (tests, benchmarks).
  */
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { RestConfig } from "@setpoint/runtime";
 import { generateToken, loadOrCreateToken } from "../apiserver/server/auth.ts";
 import {
   CLIENT_CERT_FILES,
   generateTlsMaterial,
+  issueCertificate,
   loadOrCreateTlsMaterial,
   TLS_FILES,
   type TlsMaterial,
 } from "../apiserver/server/certs.ts";
+import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import type { CreatedFiles } from "./created-files.ts";
 
 /** The file in the data dir holding the admin bearer token (0600). */
@@ -62,4 +66,82 @@ export async function ephemeralCredentials(opts: {
     adminToken: opts.auth ? generateToken() : undefined,
     serviceAccountKey: undefined,
   };
+}
+
+/** The kubeconfig `setpoint up` writes in the data dir for its node agent. */
+export const NODE_KUBECONFIG_FILE = "node.kubeconfig";
+
+/** Who a component's client certificate names: its user and groups (CN and O). */
+export interface ComponentIdentity {
+  user: string;
+  groups: string[];
+}
+
+/** The identity of node NAME, as a kubelet's certificate names it. */
+export function nodeIdentity(nodeName: string): ComponentIdentity {
+  return { user: `system:node:${nodeName}`, groups: ["system:nodes"] };
+}
+
+/** The gateway's identity (bound to the `system:setpoint:gateway` ClusterRole). */
+export const GATEWAY_IDENTITY: ComponentIdentity = { user: "system:setpoint:gateway", groups: [] };
+
+/**
+ * A client certificate for `who`, signed by the CA kept in `dir` (ca.crt and
+ * ca.key, as `setpoint up` makes them); throws when the data dir has no CA key.
+ */
+export async function issueComponentCertificate(
+  dir: string,
+  who: ComponentIdentity,
+): Promise<{ caCert: string; cert: string; key: string }> {
+  const caPath = join(dir, TLS_FILES.caCert);
+  const keyPath = join(dir, CLIENT_CERT_FILES.caKey);
+  if (!existsSync(caPath) || !existsSync(keyPath)) {
+    throw new Error(
+      `${dir} holds no CA to sign with (${TLS_FILES.caCert} and ${CLIENT_CERT_FILES.caKey})`,
+    );
+  }
+  const [caCert, caKey] = await Promise.all([readFile(caPath, "utf8"), readFile(keyPath, "utf8")]);
+  const made = await issueCertificate({
+    commonName: who.user,
+    ...(who.groups.length > 0 ? { organizations: who.groups } : {}),
+    issuer: { cert: caCert, key: caKey },
+    clientAuth: true,
+  });
+  return { caCert, ...made };
+}
+
+/** The RestConfig of a component presenting a certificate for `who` signed by `dir`'s CA. */
+export async function componentRestConfig(
+  dir: string,
+  server: string,
+  who: ComponentIdentity,
+): Promise<RestConfig> {
+  const c = await issueComponentCertificate(dir, who);
+  return {
+    server,
+    ca: Buffer.from(c.caCert),
+    cert: Buffer.from(c.cert),
+    key: Buffer.from(c.key),
+  };
+}
+
+/**
+ * Writes a kubeconfig (0600, atomically) for `who` at `path`: the server, its CA,
+ * and a client certificate signed by `dir`'s CA. How `setpoint up` hands its agent
+ * a node identity, and what `setpoint credentials` writes for standalone agents
+ * and gateways.
+ */
+export async function writeComponentKubeconfig(
+  path: string,
+  dir: string,
+  server: string,
+  who: ComponentIdentity,
+): Promise<void> {
+  const c = await issueComponentCertificate(dir, who);
+  await writeKubeconfig(path, {
+    server,
+    caCert: c.caCert,
+    clientCertificate: { cert: c.cert, key: c.key },
+    name: "setpoint",
+  });
 }

@@ -21,9 +21,16 @@ export {
 export { CreatedFiles } from "./created-files.ts";
 export {
   ADMIN_TOKEN_FILE,
+  type ComponentIdentity,
   type Credentials,
+  componentRestConfig,
   dataDirCredentials,
+  GATEWAY_IDENTITY,
+  issueComponentCertificate,
+  NODE_KUBECONFIG_FILE,
+  nodeIdentity,
   SERVICE_ACCOUNT_KEY_FILE,
+  writeComponentKubeconfig,
 } from "./credentials.ts";
 export { StartupError, type StartupFailure } from "./errors.ts";
 export {

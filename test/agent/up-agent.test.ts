@@ -3,16 +3,19 @@
  * registers and turns Ready, a Deployment's Pods are scheduled to it (the
  * built-in scheduler) and run the shipped hello image with no build step, and
  * stopping `up` leaves the Pods' processes running (the next start adopts
- * them); the test stops them.
+ * them); the test stops them. The agent is its node, not the admin: it presents
+ * the certificate of `system:node:NAME` (group `system:nodes`) from the data dir's
+ * node.kubeconfig, and reads the Secret its Pods use through Node authorization.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Deployment, Node, Pod } from "@setpoint/api";
+import type { Deployment, KubeObject, Node, Pod } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, expect, it } from "vitest";
 import type { AgentStateData } from "../../src/agent/state/index.ts";
 import { defaultNodeName } from "../../src/cli/node-name.ts";
-import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import { Kubectl } from "../e2e/helpers/kubectl.ts";
+import { runSetpoint, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
 import { eventually, httpText, removeTempDirs, tempDir } from "./helpers.ts";
 
 let up: SetpointProcess | undefined;
@@ -56,6 +59,42 @@ it("setpoint up runs an agent whose Node runs a Deployment of the hello image", 
       },
       30_000,
     );
+    const whoami = new Kubectl(join(dataDir, "node.kubeconfig"));
+    try {
+      const info = JSON.parse(await whoami.ok(["auth", "whoami", "-o", "json"])).status.userInfo;
+      expect(info).toEqual({
+        username: `system:node:${node}`,
+        groups: ["system:nodes", "system:authenticated"],
+      });
+    } finally {
+      await whoami.close();
+    }
+    // A standalone agent's credentials, minted from the data dir's CA.
+    const minted = join(dataDir, "other-node.kubeconfig");
+    const made = await runSetpoint([
+      "credentials",
+      "--data-dir",
+      dataDir,
+      "--node",
+      "other",
+      "-o",
+      minted,
+    ]);
+    expect(made.code).toBe(0);
+    const other = new Kubectl(minted);
+    try {
+      expect((await other.fails(["get", "node", node])).stderr).toContain(
+        `User "system:node:other" cannot get resource "nodes" in API group "" at the cluster scope: node 'other' cannot read '${node}', only its own Node object`,
+      );
+    } finally {
+      await other.close();
+    }
+    await client.create<KubeObject>({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "hello-secret", namespace: "default" },
+      stringData: { greeting: "hi" },
+    } as KubeObject);
     await client.create<Deployment>({
       apiVersion: "apps/v1",
       kind: "Deployment",
@@ -65,7 +104,20 @@ it("setpoint up runs an agent whose Node runs a Deployment of the hello image", 
         selector: { matchLabels: { app: "hello" } },
         template: {
           metadata: { labels: { app: "hello" } },
-          spec: { containers: [{ name: "hello", image: "hello" }] },
+          spec: {
+            containers: [
+              {
+                name: "hello",
+                image: "hello",
+                env: [
+                  {
+                    name: "GREETING",
+                    valueFrom: { secretKeyRef: { name: "hello-secret", key: "greeting" } },
+                  },
+                ],
+              },
+            ],
+          },
         },
       },
     });

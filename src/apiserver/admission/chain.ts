@@ -1,5 +1,5 @@
 /**
- * The admission chain, in Kubernetes' plugin order: mutating webhooks, then (after
+ * The admission chain, in Kubernetes' plugin order: NodeRestriction, mutating webhooks, then (after
  * the object is defaulted and validated) ValidatingAdmissionPolicies, then
  * validating webhooks.
  */
@@ -7,6 +7,7 @@ import type { KubeObject } from "@setpoint/api";
 import type { Registry } from "../../registry/registry.ts";
 import type { Admission, AdmissionAttributes, StoreContext } from "../store/scope.ts";
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
+import { admitNode } from "./node-restriction.ts";
 import { PolicyAdmission } from "./policy-admission.ts";
 import { WebhookAdmission } from "./webhook-admission.ts";
 
@@ -20,10 +21,13 @@ export class AdmissionChain implements Admission {
   }
 
   mutate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<KubeObject | undefined> {
+    admitNode(ctx, attrs);
     return this.#webhooks.mutate(ctx, attrs);
   }
 
   async validate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<void> {
+    // A delete is admitted here only: NodeRestriction first, as for the other writes.
+    if (attrs.operation === "DELETE") admitNode(ctx, attrs);
     await this.#policies.validate(ctx, attrs);
     await this.#webhooks.validate(ctx, attrs);
   }

@@ -5,7 +5,8 @@
  * (configurations.ts), which one a write calls (matching.ts), and how one is
  * called (webhook-client.ts); and ValidatingAdmissionPolicies with their bindings
  * (policy-admission.ts), evaluated between mutating and validating webhooks, and
- * their status (policy-status.ts).
+ * their status (policy-status.ts); NodeRestriction first of all (node-restriction.ts).
  */
 export { AdmissionChain } from "./chain.ts";
+export { admitNode } from "./node-restriction.ts";
 export { PolicyStatus, type StatusWriter } from "./policy-status.ts";

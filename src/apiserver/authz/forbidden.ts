@@ -3,13 +3,14 @@ import { errors, failure, type StatusError } from "@setpoint/api";
 import type { AccessAttributes } from "../../registry/builtin/rbac/index.ts";
 
 /** `pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "default"` */
-export function forbidden(user: string, attrs: AccessAttributes): StatusError {
+export function forbidden(user: string, attrs: AccessAttributes, reason = ""): StatusError {
+  const why = reason ? `: ${reason}` : "";
   const r = attrs.resource;
   if (!r) {
     return failure(
       403,
       "Forbidden",
-      `forbidden: User ${JSON.stringify(user)} cannot ${attrs.verb} path ${JSON.stringify(attrs.path ?? "")}`,
+      `forbidden: User ${JSON.stringify(user)} cannot ${attrs.verb} path ${JSON.stringify(attrs.path ?? "")}${why}`,
       {},
     );
   }
@@ -19,6 +20,6 @@ export function forbidden(user: string, attrs: AccessAttributes): StatusError {
     : "at the cluster scope";
   return errors.forbidden(
     { group: r.group, resource: r.resource, ...(r.name ? { name: r.name } : {}) },
-    `User ${JSON.stringify(user)} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(r.group)} ${where}`,
+    `User ${JSON.stringify(user)} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(r.group)} ${where}${why}`,
   );
 }

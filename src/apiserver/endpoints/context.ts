@@ -14,7 +14,7 @@ import type {
 } from "../../registry/types.ts";
 import type { Store } from "../../storage/store.ts";
 import type { AdmissionChain } from "../admission/index.ts";
-import type { RbacAuthorizer } from "../authz/index.ts";
+import type { ApiAuthorizer } from "../authz/index.ts";
 import type { DecodedObjects } from "../store/decoded-objects.ts";
 import type { ResourceStore, StoreUser } from "../store/index.ts";
 import type { NamespaceLifecycle } from "../store/namespaces.ts";
@@ -32,7 +32,7 @@ export type UserInfo = StoreUser;
 /** The services shared by every request. */
 export interface ApiContext {
   /** Decides what each caller may do (RBAC over the watch caches). */
-  authorizer: RbacAuthorizer;
+  authorizer: ApiAuthorizer;
   /** TokenReview's authenticator (absent when authentication is off). */
   reviewToken?: ReviewServices["reviewToken"];
   /** Calls the admission webhooks the stored configurations declare. */

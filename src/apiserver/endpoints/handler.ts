@@ -22,7 +22,7 @@ import {
 import type { Store } from "../../storage/store.ts";
 import { AdmissionChain, PolicyStatus } from "../admission/index.ts";
 import { auditAnnotate, auditImpersonated } from "../audit/event.ts";
-import { forbidden, impersonate, RbacAuthorizer } from "../authz/index.ts";
+import { ApiAuthorizer, forbidden, impersonate } from "../authz/index.ts";
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryContentType,
@@ -172,7 +172,7 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   ]);
   const caches = new WatchCacheSet(opts.store, opts.registry, limits, opts.logger);
   const ctx: ApiContext = {
-    authorizer: new RbacAuthorizer(opts.registry, caches),
+    authorizer: new ApiAuthorizer(opts.registry, caches),
     ...(opts.reviewToken ? { reviewToken: opts.reviewToken } : {}),
     admission: new AdmissionChain(opts.registry, caches),
     store: opts.store,
@@ -433,7 +433,7 @@ async function authorize(
   const { allowed, reason } = ctx.authorizer.authorize(user, attrs);
   auditAnnotate(req, DECISION, allowed ? "allow" : "forbid");
   auditAnnotate(req, REASON, reason);
-  if (!allowed) throw forbidden(user.name, attrs);
+  if (!allowed) throw forbidden(user.name, attrs, reason);
 }
 
 type Verb =
@@ -491,8 +491,11 @@ async function serveResource(
   const watchParam = query.bool("watch") === true;
   const verb = verbOf(req.method ?? "GET", route, watchParam);
   if (verb) {
+    const fieldSelector =
+      verb === "list" || verb === "watch" ? url.searchParams.get("fieldSelector") : null;
     await authorize(ctx, req, user, {
       verb,
+      ...(fieldSelector ? { fieldSelector } : {}),
       resource: {
         group: route.group,
         resource: route.plural,

@@ -132,7 +132,7 @@ function aggregated(
   );
 }
 
-function binding(name: string, role: string, groups: string[]): KubeObject {
+function binding(name: string, role: string, groups: string[], users: string[] = []): KubeObject {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRoleBinding",
@@ -142,11 +142,10 @@ function binding(name: string, role: string, groups: string[]): KubeObject {
       annotations: { [AUTOUPDATE_ANNOTATION]: "true" },
     },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
-    subjects: groups.map((g) => ({
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "Group",
-      name: g,
-    })),
+    subjects: [
+      ...users.map((u) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: u })),
+      ...groups.map((g) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: g })),
+    ],
   };
 }
 
@@ -173,6 +172,53 @@ const EDIT_RULES: PolicyRule[] = [
 ];
 
 const VIEW_RULES: PolicyRule[] = rules(VIEWED, READ);
+
+/**
+ * What every node may do, as the Node authorizer checks it before RBAC (Kubernetes'
+ * `system:node` rules, for the kinds served here): the Node authorizer narrows the
+ * reads of Secrets, ConfigMaps, PersistentVolumeClaims, Pods and Nodes and the
+ * ServiceAccount tokens to what the node's Pods use, and NodeRestriction admission
+ * narrows the writes to the node's own objects.
+ */
+export const NODE_RULES: readonly PolicyRule[] = [
+  { verbs: ["create"], apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"] },
+  {
+    verbs: ["create"],
+    apiGroups: ["authorization.k8s.io"],
+    resources: ["subjectaccessreviews", "localsubjectaccessreviews"],
+  },
+  { verbs: READ, apiGroups: [""], resources: ["services"] },
+  { verbs: ["create", "get", "list", "watch"], apiGroups: [""], resources: ["nodes"] },
+  { verbs: ["update", "patch"], apiGroups: [""], resources: ["nodes/status"] },
+  { verbs: ["update", "patch"], apiGroups: [""], resources: ["nodes"] },
+  { verbs: ["create", "update", "patch"], apiGroups: [""], resources: ["events"] },
+  { verbs: READ, apiGroups: [""], resources: ["pods"] },
+  { verbs: ["create", "delete"], apiGroups: [""], resources: ["pods"] },
+  { verbs: ["update", "patch"], apiGroups: [""], resources: ["pods/status"] },
+  { verbs: ["create"], apiGroups: [""], resources: ["pods/eviction"] },
+  { verbs: READ, apiGroups: [""], resources: ["secrets", "configmaps"] },
+  { verbs: ["get"], apiGroups: [""], resources: ["persistentvolumeclaims", "persistentvolumes"] },
+  { verbs: ["get"], apiGroups: [""], resources: ["endpoints"] },
+  {
+    verbs: ["get", "create", "update", "patch", "delete"],
+    apiGroups: ["coordination.k8s.io"],
+    resources: ["leases"],
+  },
+  { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts/token"] },
+  {
+    verbs: ["get", "update", "patch"],
+    apiGroups: [""],
+    resources: ["persistentvolumeclaims/status"],
+  },
+];
+
+/** What the service proxy reads (Kubernetes' `system:node-proxier`). */
+const NODE_PROXIER_RULES: PolicyRule[] = [
+  { verbs: ["list", "watch"], apiGroups: [""], resources: ["endpoints", "services"] },
+  { verbs: READ, apiGroups: [""], resources: ["nodes"] },
+  { verbs: ["create", "patch", "update"], apiGroups: ["", "events.k8s.io"], resources: ["events"] },
+  { verbs: ["list", "watch"], apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+];
 
 /** The bootstrap ClusterRoles. */
 export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
@@ -233,6 +279,15 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
   clusterRole("system:public-info-viewer", {
     rules: [{ verbs: ["get"], nonResourceURLs: HEALTH_PATHS }],
   }),
+  // Kubernetes' node role: bound to nobody (the Node authorizer applies its rules).
+  clusterRole("system:node", { rules: [...NODE_RULES] }),
+  clusterRole("system:node-proxier", { rules: NODE_PROXIER_RULES }),
+  // What a node's service proxy reads beyond the node's own rules (which read Services).
+  clusterRole("system:setpoint:service-proxy", {
+    rules: [
+      { verbs: ["list", "watch"], apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+    ],
+  }),
   // For services that delegate authentication and authorization to the apiserver.
   clusterRole("system:auth-delegator", {
     rules: [
@@ -255,4 +310,7 @@ export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly KubeObject[] = [
     "system:authenticated",
     "system:unauthenticated",
   ]),
+  binding("system:node-proxier", "system:node-proxier", [], ["system:kube-proxy"]),
+  // The agent runs the service proxy in its own process, as its node.
+  binding("system:setpoint:service-proxy", "system:setpoint:service-proxy", ["system:nodes"]),
 ];

@@ -10,6 +10,7 @@ export {
   BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
   BOOTSTRAP_CLUSTER_ROLES,
   BOOTSTRAP_LABELS,
+  NODE_RULES,
 } from "./bootstrap-policy.ts";
 export {
   clusterRoleBindingDefinition,
@@ -24,6 +25,9 @@ export {
   covers,
   formatRule,
   MASTERS,
+  NODE_USER_PREFIX,
+  NODES_GROUP,
+  nodeIdentity,
   type PolicyRule,
   RBAC_GROUP,
   type RoleRef,

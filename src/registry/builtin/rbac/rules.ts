@@ -42,12 +42,28 @@ export interface AccessAttributes {
   };
   /** Non-resource requests: the path. */
   path?: string;
+  /** A list's or watch's field selector, as sent (the Node authorizer reads it). */
+  fieldSelector?: string;
 }
 
 /** Who asks. */
 export interface AccessUser {
   name: string;
   groups: string[];
+}
+
+/** The group every node is in, and the prefix of a node's user name. */
+export const NODES_GROUP = "system:nodes";
+export const NODE_USER_PREFIX = "system:node:";
+
+/**
+ * A node's name when `user` is a node (Kubernetes' NodeIdentity: a `system:node:`
+ * user in `system:nodes`; "" when the name has nothing after the prefix), else undefined.
+ */
+export function nodeIdentity(user: AccessUser): string | undefined {
+  if (!user.name.startsWith(NODE_USER_PREFIX)) return undefined;
+  if (!user.groups.includes(NODES_GROUP)) return undefined;
+  return user.name.slice(NODE_USER_PREFIX.length);
 }
 
 /** The group every authenticated user is in. */
