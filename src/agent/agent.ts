@@ -33,7 +33,7 @@ import {
 } from "@setpoint/runtime";
 import { ServiceProxy, serviceEnv } from "../proxy/index.ts";
 import { canonicalJson } from "./canonical-json.ts";
-import { createEndpointServer, loadOrCreateServingCert } from "./endpoint/index.ts";
+import { createEndpointServer, ExecSessions, loadOrCreateServingCert } from "./endpoint/index.ts";
 import { PodEventRecorder } from "./events.ts";
 import { ImageStore, importBuiltinImages } from "./images/index.ts";
 import {
@@ -182,6 +182,8 @@ export class Agent {
   private volumeSyncing = false;
   private server: Server | undefined;
   private secureServer: HttpsServer | undefined;
+  /** Commands run by `kubectl exec`, ended with their Pod. */
+  private readonly execSessions = new ExecSessions();
   private statusPort = 0;
   private nodeUid: string | undefined;
   private lastNodeReport = 0;
@@ -550,6 +552,8 @@ export class Agent {
         }
         return undefined;
       },
+      execContext: (uid, container) => this.workers.get(uid)?.execContext(container),
+      sessions: this.execSessions,
     });
     this.secureServer = server;
     await new Promise<void>((done, fail) => {
@@ -633,6 +637,7 @@ export class Agent {
       const worker = this.workers.get(uid);
       if (!worker) return;
       if (!worker.record.stopped) await worker.terminate();
+      this.execSessions.stopPod(uid);
       if (deleteObject && this.informer.getByKey(keyOf(worker.record.pod))) {
         await this.writing.get(uid);
         await this.writeStatus(uid);
@@ -854,6 +859,7 @@ export class Agent {
     await this.proxy?.stop();
     await this.lease;
     const secure = this.secureServer;
+    this.execSessions.stopAll();
     secure?.closeAllConnections();
     await new Promise<void>((done) => (secure ? secure.close(() => done()) : done()));
     await new Promise<void>((done) => (this.server ? this.server.close(() => done()) : done()));

@@ -284,6 +284,23 @@ export interface NodeStreamSubresource {
   locate(obj: KubeObject, query: URLSearchParams): NodeStreamLocation | undefined;
 }
 
+/**
+ * A subresource whose request is an upgraded connection carried to the node its
+ * object runs on (Kubernetes' connect subresources `pods/exec`, `pods/attach`,
+ * `pods/portforward`; verbs get and create): the definition checks the request's
+ * options against the stored object and says which node and path serve it
+ * (Kubernetes' ExecLocation, PortForwardLocation); the apiserver then carries the
+ * upgraded connection (WebSocket or SPDY) to that node's agent and back, byte for
+ * byte.
+ */
+export interface NodeConnectSubresource {
+  name: string;
+  /** The kind of its options, which discovery names as its kind (PodExecOptions). */
+  optionsKind: string;
+  /** Where the connection goes; throws a StatusError to refuse (400 for a bad container). */
+  locate(obj: KubeObject, query: URLSearchParams): NodeStreamLocation;
+}
+
 /** A request to a node's agent: its Node's name, the path and the query. */
 export interface NodeStreamLocation {
   node: string;
@@ -353,6 +370,8 @@ export interface ResourceDefinition {
   createSubresources?: CreateSubresource[];
   /** Subresources a GET streams from the node the object runs on (`pods/log`). */
   nodeStreamSubresources?: NodeStreamSubresource[];
+  /** Subresources whose upgraded connection is carried to the object's node (`pods/exec`). */
+  nodeConnectSubresources?: NodeConnectSubresource[];
   /**
    * Whether a DELETE that removes an object answers with the object (Kubernetes'
    * ReturnDeletedObject: custom resources, Namespaces, ServiceAccounts) rather than

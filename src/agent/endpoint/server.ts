@@ -3,14 +3,19 @@
  * agent's serving certificate (serving-cert.ts), client certificates requested
  * and verified against the cluster's CA, and only the apiserver let in
  * (authenticate.ts). It serves GET /containerLogs/{namespace}/{pod}/{container}
- * (container-logs.ts); exec, attach and port-forward are not served yet (404).
+ * (container-logs.ts), and upgrades (upgrade.ts): WebSockets to
+ * /exec/{namespace}/{pod}/{container} (exec.ts) and /portForward/{namespace}/{pod}
+ * (port-forward.ts); /attach is refused (400).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
+import type { Duplex } from "node:stream";
 import type { ContainerRecord, PodRecord } from "../pods/index.ts";
 import { checkCaller } from "./authenticate.ts";
 import { LogRequestError, logOptions, serveContainerLog } from "./container-logs.ts";
+import type { ExecSessions } from "./exec.ts";
 import type { ServingCert } from "./serving-cert.ts";
+import { serveUpgrade } from "./upgrade.ts";
 
 export interface EndpointOptions {
   cert: ServingCert;
@@ -19,6 +24,13 @@ export interface EndpointOptions {
   dataDir: string;
   /** The Pod record of namespace/name on this node, if it runs here. */
   pod(namespace: string, name: string): PodRecord | undefined;
+  /** The environment and working directory of a running container of the Pod `uid`. */
+  execContext(
+    uid: string,
+    container: string,
+  ): { env: Record<string, string>; cwd: string } | undefined;
+  /** The commands running for `kubectl exec`. */
+  sessions: ExecSessions;
 }
 
 function plain(res: ServerResponse, code: number, text: string): void {
@@ -83,5 +95,8 @@ export function createEndpointServer(opts: EndpointOptions): Server {
       });
     },
   );
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    serveUpgrade(opts, req, socket, head);
+  });
   return server;
 }

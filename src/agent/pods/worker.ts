@@ -17,8 +17,9 @@
  *   `close` lets go of the processes without stopping them (the agent exits, the
  *   Pods keep running); `adopt` takes over processes a previous agent started.
  */
+
 import type { ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readlinkSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Container, Pod, Probe } from "@setpoint/api";
 import type { ImageStore, StoredImage } from "../images/index.ts";
@@ -654,6 +655,29 @@ export class PodWorker {
   }
 
   /** Rotates the log files of the running containers that grew past the limit. */
+  /**
+   * What a command run in a running container gets (`kubectl exec`): the
+   * container's environment and working directory (an adopted process's, read from
+   * /proc, when this agent did not start it); undefined when it does not run.
+   */
+  execContext(container: string): { env: Record<string, string>; cwd: string } | undefined {
+    const rec = [...this.record.initContainers, ...this.record.containers].find(
+      (r) => r.name === container,
+    );
+    const proc = rec?.process;
+    if (!rec || !proc || !isAlive(proc)) return undefined;
+    const l = this.live.get(rec);
+    let cwd = l?.cwd;
+    if (!cwd) {
+      try {
+        cwd = readlinkSync(`/proc/${proc.pid}/cwd`);
+      } catch {
+        cwd = process.cwd();
+      }
+    }
+    return { env: l?.env ?? {}, cwd };
+  }
+
   rotateLogs(): void {
     const meta = this.pod.metadata;
     const dir = podLogDir(

@@ -71,6 +71,13 @@ function subresources(def: ResourceDefinition, version: VersionDefinition): Subr
   for (const streamed of def.nodeStreamSubresources ?? []) {
     out.push({ name: streamed.name, verbs: ["get"], responseKind: self });
   }
+  for (const connect of def.nodeConnectSubresources ?? []) {
+    out.push({
+      name: connect.name,
+      verbs: ["create", "get"],
+      responseKind: { group: def.group, version: version.name, kind: connect.optionsKind },
+    });
+  }
   for (const creates of def.createSubresources ?? []) {
     const kind = creates.kind;
     out.push({

@@ -54,6 +54,7 @@ import { getResource } from "./get.ts";
 import { type ApiLimits, resolveLimits } from "./limits.ts";
 import { listResource } from "./list.ts";
 import { parseListOptions } from "./list-options.ts";
+import { isUpgrade, serveNodeConnect } from "./node-connect.ts";
 import { type NodeClient, serveNodeStream } from "./node-stream.ts";
 import { createUpdatingParent } from "./parent-update.ts";
 import { patchResource } from "./patch.ts";
@@ -476,6 +477,9 @@ const STREAM_VERBS = ["get"];
 /** Verbs of a create subresource. */
 const CREATE_VERBS = ["create"];
 
+/** Verbs of a subresource connected to a node (a GET for WebSockets, a POST for SPDY). */
+const CONNECT_VERBS = ["get", "create"];
+
 async function serveResource(
   ctx: ApiContext,
   creators: SubresourceCreators,
@@ -517,8 +521,13 @@ async function serveResource(
   const streamed = route.subresource
     ? def.nodeStreamSubresources?.find((s) => s.name === route.subresource)
     : undefined;
+  const connected =
+    route.subresource && !streamed
+      ? def.nodeConnectSubresources?.find((s) => s.name === route.subresource)
+      : undefined;
   if (route.subresource === undefined) served = resourceVerbs(def);
   else if (streamed) served = STREAM_VERBS;
+  else if (connected) served = CONNECT_VERBS;
   else if (route.subresource === "status" && version.statusSubresource) served = STATUS_VERBS;
   else if (route.subresource === "scale" && version.scale) served = STATUS_VERBS;
   else {
@@ -546,6 +555,24 @@ async function serveResource(
   if (streamed) {
     const scope = streamScope(ctx, route, req, res, user, query, warnings, def, version);
     return serveNodeStream(scope, streamed, nodeClient);
+  }
+  if (connected) {
+    if (verb === "get" && isUpgrade(req)) {
+      // A WebSocket comes as a GET; it runs something all the same, so it needs create
+      // too (kube-apiserver's AuthorizePodWebsocketUpgradeCreatePermission, on by default).
+      await authorize(ctx, req, user, {
+        verb: "create",
+        resource: {
+          group: route.group,
+          resource: route.plural,
+          subresource: connected.name,
+          ...(route.name !== undefined ? { name: route.name } : {}),
+          ...(route.namespace !== undefined ? { namespace: route.namespace } : {}),
+        },
+      });
+    }
+    const scope = streamScope(ctx, route, req, res, user, query, warnings, def, version);
+    return serveNodeConnect(scope, connected, nodeClient);
   }
 
   const how =

@@ -45,7 +45,7 @@ interface NodeObject extends KubeObject {
 }
 
 /** Where a Node's agent listens, as kube-apiserver's NodeConnectionInfoGetter finds it. */
-async function nodeEndpoint(
+export async function nodeEndpoint(
   scope: RequestScope,
   name: string,
 ): Promise<{ host: string; port: number }> {
@@ -87,7 +87,7 @@ function statusFromNode(code: number, text: string, scope: RequestScope) {
 }
 
 /** Go's words for a dial failure, e.g. `connect: connection refused`. */
-function dialError(err: NodeJS.ErrnoException, host: string, port: number): string {
+export function dialError(err: NodeJS.ErrnoException, host: string, port: number): string {
   const target = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   switch (err.code) {
     case "ECONNREFUSED":

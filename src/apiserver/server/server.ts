@@ -6,7 +6,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { errors, type StatusError } from "@setpoint/api";
 import { type Logger, pino } from "pino";
 import type { ServiceRanges } from "../../registry/builtin/index.ts";
@@ -23,6 +24,7 @@ import {
 } from "../audit/index.ts";
 import { CrdController, installCrdType, restoreCustomResources } from "../crd/establishing.ts";
 import { type ApiHandler, type ApiLimits, createApiHandler } from "../endpoints/handler.ts";
+import { markUpgrade } from "../endpoints/node-connect.ts";
 import { parseRoute } from "../endpoints/routes.ts";
 import {
   type ApiMetrics,
@@ -430,6 +432,16 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   // Bounds what clients send (headers, bodies, idle connections); answers such as
   // watches are not cut off.
   applyConnectionLimits(server, connections);
+  // Upgrades (WebSockets and SPDY for pods/exec, pods/portforward) take the ordinary
+  // path, answered on their raw connection until a connect subresource takes it over.
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const res = new http.ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket as Socket);
+    markUpgrade(req, res, socket, head);
+    socket.on("error", () => socket.destroy());
+    onRequest(req, res);
+  });
 
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {

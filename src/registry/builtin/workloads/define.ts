@@ -6,6 +6,7 @@
 import type {
   CreateSubresource,
   ExtraSubresource,
+  NodeConnectSubresource,
   NodeStreamSubresource,
   PrinterColumn,
   ResourceDefinition,
@@ -45,6 +46,7 @@ export interface WorkloadKind {
   subresources?: ExtraSubresource[];
   createSubresources?: CreateSubresource[];
   nodeStreamSubresources?: NodeStreamSubresource[];
+  nodeConnectSubresources?: NodeConnectSubresource[];
   returnDeletedObject?: boolean;
   verbs?: readonly string[];
 }
@@ -91,6 +93,7 @@ export function workloadDefinition(k: WorkloadKind): ResourceDefinition {
   if (k.subresources) def.subresources = k.subresources;
   if (k.createSubresources) def.createSubresources = k.createSubresources;
   if (k.nodeStreamSubresources) def.nodeStreamSubresources = k.nodeStreamSubresources;
+  if (k.nodeConnectSubresources) def.nodeConnectSubresources = k.nodeConnectSubresources;
   if (k.returnDeletedObject) def.returnDeletedObject = true;
   if (k.verbs) def.verbs = k.verbs;
   return def;

@@ -26,7 +26,7 @@ interface PodLogOptions {
 const GO_TRUE = new Set(["1", "t", "T", "TRUE", "true", "True"]);
 const GO_FALSE = new Set(["0", "f", "F", "FALSE", "false", "False"]);
 
-function boolParam(query: URLSearchParams, name: string): boolean | undefined {
+export function boolParam(query: URLSearchParams, name: string): boolean | undefined {
   const v = query.get(name);
   if (v === null || v === "") return undefined;
   if (GO_TRUE.has(v)) return true;
@@ -91,7 +91,7 @@ export function validatePodLogOptions(opts: PodLogOptions): StatusCause[] {
 type Named = { name?: string };
 
 /** Every container's name: init containers, containers, ephemeral containers (Kubernetes' VisitContainers order). */
-function containerNames(spec: Record<string, unknown>): string[] {
+export function containerNames(spec: Record<string, unknown>): string[] {
   const names = (list: unknown) =>
     Array.isArray(list) ? (list as Named[]).map((c) => c.name ?? "") : [];
   return [

@@ -4,6 +4,7 @@
  * columns of `kubectl get pods`, and the field selectors the scheduler, the
  * agent and kubectl use.
  */
+
 import { type KubeObject, nowTimestamp } from "@setpoint/api";
 import type { DeleteDecision } from "../../types.ts";
 import { field, fieldObject, fieldString } from "../build.ts";
@@ -11,6 +12,11 @@ import { podBindingSubresource } from "./binding.ts";
 import { AGE_COLUMN, NONE } from "./columns.ts";
 import { workloadDefinition } from "./define.ts";
 import { podEvictionSubresource } from "./eviction.ts";
+import {
+  podAttachSubresource,
+  podExecSubresource,
+  podPortForwardSubresource,
+} from "./pod-connect.ts";
 import { defaultNewPodSpec, defaultPodSpec, qosClass } from "./pod-defaults.ts";
 import { podLogSubresource } from "./pod-log.ts";
 import { validatePod } from "./validation.ts";
@@ -159,6 +165,7 @@ export const podDefinition = workloadDefinition({
   generation: false,
   createSubresources: [podBindingSubresource, podEvictionSubresource],
   nodeStreamSubresources: [podLogSubresource],
+  nodeConnectSubresources: [podExecSubresource, podAttachSubresource, podPortForwardSubresource],
   columns: [
     {
       name: "Ready",
