@@ -15,10 +15,12 @@
  *   informer has listed, the Pods on disk are the desired state; after, the list is.
  * - Its authenticated endpoint (endpoint/, the kubelet's :10250) serves the Pods'
  *   container logs to the apiserver only; its port is in the Node's daemonEndpoints.
- * - The service proxy (src/proxy/) serves Services' cluster IPs and node ports on
- *   this machine from its table on disk and the API; its table also gives Pods
- *   their Service environment variables.
- * - Stopping the agent leaves its Pods running (unless asked to stop them).
+ * - The service table (src/proxy/) of Services' cluster IPs, node ports and ready
+ *   endpoints is followed through the API and kept on disk; it gives Pods their
+ *   Service environment variables, and the service proxy process
+ *   (proxy-process.ts), which outlives the agent as Pods do, serves it.
+ * - Stopping the agent leaves its Pods and its service proxy running (unless
+ *   asked to stop the Pods, which stops the proxy too).
  */
 import { createServer, type Server } from "node:http";
 import type { Server as HttpsServer } from "node:https";
@@ -31,7 +33,7 @@ import {
   isNotFound,
   type RuntimeLogger,
 } from "@setpoint/runtime";
-import { ServiceProxy, serviceEnv } from "../proxy/index.ts";
+import { ServiceTableSync, serviceEnv } from "../proxy/index.ts";
 import { canonicalJson } from "./canonical-json.ts";
 import { createEndpointServer, ExecSessions, loadOrCreateServingCert } from "./endpoint/index.ts";
 import { PodEventRecorder } from "./events.ts";
@@ -56,6 +58,7 @@ import {
   tearDownVolumes,
   type VolumeSources,
 } from "./pods/index.ts";
+import { ProxyProcess } from "./proxy-process.ts";
 import { type AgentStateData, emptyState, StateFile, type StoredToken } from "./state/index.ts";
 
 /** How often the Node's status is compared with the server's (and written when it differs). */
@@ -115,10 +118,10 @@ export interface AgentOptions {
   /** Restart back-off (Kubernetes' 10 s to 300 s by default; tests shorten it). */
   restartBackoff?: { initialMs?: number; maxMs?: number };
   leaseIntervalMs?: number;
-  /** Run the service proxy (default true). */
+  /** Run the service proxy (default true): keep the service table, and the proxy process serving it. */
   serviceProxy?: boolean;
-  /** Base ejection time of a failing Service endpoint, ms (default 5000). */
-  serviceEjectMs?: number;
+  /** The command that runs `setpoint`, for the service proxy process (default: this package's bin). */
+  setpointCommand?: string[];
   /** Where the cgroup file systems are (default /sys/fs/cgroup): containers' memory and CPU limits. */
   cgroupRoot?: string;
   /** How often volumes are brought up to date with their sources (default VOLUME_SYNC_MS). */
@@ -190,8 +193,10 @@ export class Agent {
   private lease: Promise<void> | undefined;
   private identity: NodeIdentity;
   private readonly events: PodEventRecorder;
-  /** The service proxy, unless switched off. */
-  readonly proxy: ServiceProxy | undefined;
+  /** The service table, unless the service proxy is switched off. */
+  readonly services: ServiceTableSync | undefined;
+  /** The service proxy process, unless switched off. */
+  readonly proxy: ProxyProcess | undefined;
   /** Status writes done (for tests and benchmarks). */
   statusWrites = 0;
   /** Containers' cgroups: whether (and how) memory and CPU limits are enforced. */
@@ -217,12 +222,16 @@ export class Agent {
     };
     this.events = new PodEventRecorder(opts.client, opts.nodeName);
     if (opts.serviceProxy !== false) {
-      this.proxy = new ServiceProxy({
+      this.services = new ServiceTableSync({
         client: opts.client,
+        dataDir: opts.dataDir,
+        logger: this.log,
+      });
+      this.proxy = new ProxyProcess({
         dataDir: opts.dataDir,
         nodeAddress: this.identity.address,
         logger: this.log,
-        ejectMs: opts.serviceEjectMs,
+        command: opts.setpointCommand,
       });
     }
     this.informer = new Informer<Pod>(opts.client, POD, {
@@ -254,7 +263,7 @@ export class Agent {
   private readonly sources: VolumeSources = {
     configMap: (ns, name) => this.state.configMaps[`${ns}/${name}`],
     secret: (ns, name) => this.state.secrets[`${ns}/${name}`],
-    services: (ns, links) => serviceEnv(this.proxy?.table, ns, links),
+    services: (ns, links) => serviceEnv(this.services?.table, ns, links),
     binary: (kind, ns, name) => {
       const b64 = this.state.binaryData[`${kind}/${ns}/${name}`];
       if (!b64) return undefined;
@@ -448,7 +457,9 @@ export class Agent {
       this.log.warn({}, `resource limits are not enforced: ${limits.detail}`);
     }
     // Services first: a container restarted from disk gets its Service variables.
-    this.proxy?.start();
+    // The proxy process is adopted if it runs, else started on the table on disk.
+    this.services?.start();
+    this.proxy?.ensure();
     let adopted = 0;
     let gone = 0;
     for (const record of Object.values(this.state.pods)) {
@@ -691,6 +702,7 @@ export class Agent {
       }
     }
     for (const w of this.workers.values()) w.rotateLogs();
+    this.proxy?.ensure();
     if (this.dirty.size) this.scheduleStatus(0);
   }
 
@@ -833,8 +845,9 @@ export class Agent {
   }
 
   /**
-   * Stops the agent. By default the Pods keep running (their state is on disk for
-   * the next agent); with `stopPods` every Pod is stopped first.
+   * Stops the agent. By default the Pods and the service proxy keep running
+   * (their state is on disk for the next agent); with `stopPods` every Pod and
+   * the proxy are stopped first.
    */
   async stop(opts: { stopPods?: boolean } = {}): Promise<void> {
     if (opts.stopPods) {
@@ -856,7 +869,8 @@ export class Agent {
       this.cgroups.removeParents();
     }
     this.stateFile.flush();
-    await this.proxy?.stop();
+    await this.services?.stop();
+    if (opts.stopPods) await this.proxy?.stop();
     await this.lease;
     const secure = this.secureServer;
     this.execSessions.stopAll();

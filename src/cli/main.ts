@@ -7,6 +7,7 @@ import { doctor } from "./doctor.ts";
 import { finalizers } from "./finalizers.ts";
 import { gateway } from "./gateway.ts";
 import { IMAGE_USAGE, image } from "./image.ts";
+import { SERVICE_PROXY_USAGE, serviceProxy } from "./service-proxy.ts";
 import { UP_USAGE, up } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
 import { setpointVersion } from "./version.ts";
@@ -22,6 +23,7 @@ Commands:
   image       build and list the images the agent runs Pods from
   credentials write a kubeconfig for a node agent or the gateway, signed by the data dir's CA
   gateway     serve Ingresses as an HTTP(S) reverse proxy that outlives the API server
+  service-proxy  serve Services' cluster IPs and node ports from an agent's table (the agent starts it)
   dev-cluster run etcd, apiservers, controller managers, agents and a gateway on this machine
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.
@@ -47,6 +49,8 @@ export async function main(argv: string[]): Promise<number> {
         return await credentials(rest);
       case "gateway":
         return await gateway(rest);
+      case "service-proxy":
+        return await serviceProxy(rest);
       case "dev-cluster":
         return await devCluster(rest);
       case "--version":
@@ -75,7 +79,9 @@ export async function main(argv: string[]): Promise<number> {
             ? AGENT_USAGE
             : command === "credentials"
               ? CREDENTIALS_USAGE
-              : UP_USAGE;
+              : command === "service-proxy"
+                ? SERVICE_PROXY_USAGE
+                : UP_USAGE;
       process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${usage}`);
       return 2;
     }

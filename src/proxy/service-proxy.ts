@@ -1,47 +1,47 @@
 /**
- * The service proxy, as kube-proxy is on each node: Services' cluster IPs and
- * node ports served by the forwarder from a table built from Services and
- * EndpointSlices, followed through informers.
+ * The service proxy process's core (`setpoint service-proxy`, which the agent
+ * starts and which outlives it, as kube-proxy is apart from the kubelet):
+ * Services' cluster IPs and node ports served by the forwarder from the table
+ * the agent keeps on disk (sync.ts writes it; store.ts reads it).
  *
- * Start order makes it statically stable: the table saved on disk is loaded
- * and served (listeners open) before anything asks the apiserver; the
- * informers then start in the background, and a table is built from the API
- * only once both have listed (a partial cache never replaces a good table).
- * Each new table is swapped in whole and saved atomically. Losing the
- * apiserver changes nothing: the informers retry, the table stays.
+ * It never asks the apiserver. It follows `services.json`: fs.watch on the data
+ * directory (the file is replaced by a rename, so each change is a new file,
+ * read again by its path) and a check every CHECK_MS of the file's identity
+ * (inode, size, mtime) in case an event was missed. Each table read is swapped
+ * in whole; one that cannot be read or parsed, or that would replace a table
+ * with Services by one without any (emptiesTable, the agent's rule), changes
+ * nothing: the last good table goes on being served.
  */
-import type { EndpointSlice, Service } from "@setpoint/api";
-import { type Client, Informer, kind, type RuntimeLogger } from "@setpoint/runtime";
+import { existsSync, type FSWatcher, statSync, watch } from "node:fs";
+import type { RuntimeLogger } from "@setpoint/runtime";
 import { Forwarder } from "./forwarder.ts";
-import { loadServiceTable, saveServiceTable } from "./store.ts";
-import { buildServiceTable, type ServiceTable, sameServices } from "./table.ts";
+import { loadServiceTable, SERVICE_TABLE_FILE } from "./store.ts";
+import { emptiesTable, type ServiceTable, sameServices } from "./table.ts";
 
-const SERVICE = kind<Service>("v1", "Service");
-const SLICE = kind<EndpointSlice>("discovery.k8s.io/v1", "EndpointSlice");
-
-/** Wait after a change before rebuilding, ms. */
-export const DEFAULT_DEBOUNCE_MS = 20;
+/** How often the table file is checked for a change that fs.watch did not report, ms. */
+export const CHECK_MS = 1_000;
 
 export interface ServiceProxyOptions {
-  client: Client;
-  /** Where services.json is kept. */
+  /** Where the agent keeps services.json. */
   dataDir: string;
   /** The node's address, where node ports listen. */
   nodeAddress: string;
   logger: RuntimeLogger;
-  debounceMs?: number | undefined;
   ejectMs?: number | undefined;
   connectTimeoutMs?: number | undefined;
+  /** Called once the data directory is gone (the node's state was removed). */
+  onDataDirGone?: (() => void) | undefined;
 }
 
 export class ServiceProxy {
   readonly forwarder: Forwarder;
   private current: ServiceTable | undefined;
-  private services: Informer<Service> | undefined;
-  private slices: Informer<EndpointSlice> | undefined;
-  private readonly abort = new AbortController();
+  /** The identity of the file last read ("ino:size:mtime"). */
+  private seen = "";
+  private lastError = "";
+  private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private readonly listeners = new Set<(t: ServiceTable) => void>();
+  private stopped = false;
 
   constructor(private readonly opts: ServiceProxyOptions) {
     this.forwarder = new Forwarder({
@@ -57,99 +57,87 @@ export class ServiceProxy {
     return this.current;
   }
 
-  /** Calls `fn` with every new table. */
-  onTable(fn: (t: ServiceTable) => void): void {
-    this.listeners.add(fn);
-  }
-
-  /** Serves the table on disk (if any), then follows the API in the background. */
+  /** Serves the table on disk (if any) and follows the file. */
   start(): void {
-    const log = this.opts.logger;
+    this.check();
     try {
-      const saved = loadServiceTable(this.opts.dataDir);
-      if (saved) {
-        this.swap(saved);
-        log.info(
-          {
-            services: saved.services.length,
-            ageSeconds: Math.round((Date.now() - Date.parse(saved.syncedAt)) / 1000),
-          },
-          "service proxy serving the table saved on disk",
-        );
-      }
+      this.watcher = watch(this.opts.dataDir, (_event, name) => {
+        if (name === null || name === SERVICE_TABLE_FILE) this.check();
+      });
+      this.watcher.on("error", () => {
+        // The directory went away; the periodic check notices.
+      });
     } catch (err) {
-      log.error(
-        { err: (err as Error).message },
-        "the saved service table is unreadable; ignoring it",
+      this.opts.logger.warn(
+        { err: (err as Error).message, checkMs: CHECK_MS },
+        "cannot watch the data directory; checking the table periodically",
       );
     }
-    const informer = <T extends Service | EndpointSlice>(type: typeof SERVICE | typeof SLICE) => {
-      const inf = new Informer<T>(this.opts.client, type as never, {
-        backoffInitialMs: 200,
-        backoffMaxMs: 5_000,
-        logger: log,
-      });
-      inf.addEventHandler({
-        onAdd: () => this.schedule(),
-        onUpdate: (_o, _n, resync) => {
-          if (!resync) this.schedule();
-        },
-        onDelete: () => this.schedule(),
-      });
-      inf.start(this.abort.signal);
-      return inf;
-    };
-    this.services = informer<Service>(SERVICE);
-    this.slices = informer<EndpointSlice>(SLICE);
-    Promise.all([
-      this.services.waitForSync(this.abort.signal),
-      this.slices.waitForSync(this.abort.signal),
-    ]).then(
-      () => this.schedule(),
-      () => {},
-    );
+    this.timer = setInterval(() => this.check(), CHECK_MS);
   }
 
-  private synced(): boolean {
-    return Boolean(this.services?.hasSynced() && this.slices?.hasSynced());
-  }
-
-  private schedule(): void {
-    if (this.timer || !this.synced() || this.abort.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.rebuild();
-    }, this.opts.debounceMs ?? DEFAULT_DEBOUNCE_MS);
-  }
-
-  private rebuild(): void {
-    if (!this.services || !this.slices) return;
-    const built = buildServiceTable(
-      { services: this.services.list(), slices: this.slices.list() },
-      this.current,
-    );
-    for (const w of built.warnings)
-      this.opts.logger.warn({ warning: w }, "service table: kept last good");
-    if (sameServices(this.current, built.table)) return;
-    this.swap(built.table);
+  /** Reads the table again when the file changed since it was last read. */
+  private check(): void {
+    if (this.stopped) return;
+    const file = `${this.opts.dataDir}/${SERVICE_TABLE_FILE}`;
+    let id: string;
     try {
-      saveServiceTable(this.opts.dataDir, built.table);
+      const st = statSync(file);
+      id = `${st.ino}:${st.size}:${st.mtimeMs}`;
     } catch (err) {
-      this.opts.logger.error({ err: (err as Error).message }, "could not save the service table");
+      if (!existsSync(this.opts.dataDir)) {
+        this.opts.logger.warn({ dataDir: this.opts.dataDir }, "the data directory is gone");
+        this.opts.onDataDirGone?.();
+      }
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") this.failed(err);
+      return;
     }
-    this.opts.logger.info({ services: built.table.services.length }, "service table updated");
-  }
-
-  /** Makes `table` the one connections are forwarded with, in one step. */
-  private swap(table: ServiceTable): void {
+    if (id === this.seen) return;
+    let table: ServiceTable | undefined;
+    try {
+      table = loadServiceTable(this.opts.dataDir);
+    } catch (err) {
+      // Marked seen: a bad file is reported once, and a rewrite has a new identity.
+      this.seen = id;
+      this.failed(err);
+      return;
+    }
+    this.seen = id;
+    this.lastError = "";
+    if (!table || sameServices(this.current, table)) return;
+    if (emptiesTable(this.current, table.services.length)) {
+      this.opts.logger.warn(
+        { services: this.current?.services.length },
+        "the table on disk has no Service at all; keeping the table served",
+      );
+      return;
+    }
+    const first = this.current === undefined;
     this.current = table;
     this.forwarder.apply(table);
-    for (const fn of this.listeners) fn(table);
+    this.opts.logger.info(
+      {
+        services: table.services.length,
+        ageSeconds: Math.round((Date.now() - Date.parse(table.syncedAt)) / 1000),
+      },
+      first ? "service proxy serving the table saved on disk" : "service table updated",
+    );
+  }
+
+  private failed(err: unknown): void {
+    const message = (err as Error).message;
+    if (message === this.lastError) return;
+    this.lastError = message;
+    this.opts.logger.error(
+      { err: message },
+      "the service table on disk is unreadable; keeping the table served",
+    );
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    clearTimeout(this.timer);
+    this.stopped = true;
+    this.watcher?.close();
+    clearInterval(this.timer);
     await this.forwarder.close();
   }
 }

@@ -54,6 +54,16 @@ export interface ServiceTableResult {
   warnings: string[];
 }
 
+/**
+ * Whether `count` Services would replace a table that has some with none: never
+ * a true answer (there is always `default/kubernetes`), so the previous table
+ * stays. The one rule both halves apply: the agent to what the API lists, the
+ * proxy process to the table it reads from disk.
+ */
+export function emptiesTable(previous: ServiceTable | undefined, count: number): boolean {
+  return count === 0 && previous !== undefined && previous.services.length > 0;
+}
+
 /** Whether a Service gets a virtual address: a cluster IP that is set and not None. */
 export function hasClusterIP(svc: Service): boolean {
   const ip = svc.spec?.clusterIP;
@@ -68,11 +78,11 @@ export function buildServiceTable(
   previous?: ServiceTable,
 ): ServiceTableResult {
   const warnings: string[] = [];
-  if (inputs.services.length === 0 && previous && previous.services.length > 0) {
+  if (emptiesTable(previous, inputs.services.length)) {
     warnings.push(
       "the API listed no Service at all (not even default/kubernetes); keeping the table",
     );
-    return { table: previous, warnings };
+    return { table: previous as ServiceTable, warnings };
   }
   const before = new Map(
     (previous?.services ?? []).map((s) => [key(s.namespace, s.name), s] as const),

@@ -3,10 +3,11 @@
  * an image store holding the shipped demo images and a shell image, and a
  * poll-until helper.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ImageStore, importBuiltinImages } from "../../src/agent/images/index.ts";
+import { PROXY_DATA_DIR_ENV } from "../../src/agent/proxy-process.ts";
 
 const dirs: string[] = [];
 
@@ -16,8 +17,44 @@ export function tempDir(prefix: string): string {
   return d;
 }
 
+/**
+ * Removes the temporary directories, after SIGKILLing any service proxy process
+ * an agent left running on one of them (a test that stopped its agents with
+ * their Pods has none left; this is the net under a test that failed).
+ */
+/** The temporary directories made by this test file and not yet removed. */
+export function currentTempDirs(): readonly string[] {
+  return [...dirs];
+}
+
 export function removeTempDirs(): void {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  const gone = dirs.splice(0);
+  for (const pid of serviceProxyProcesses(gone)) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {}
+  }
+  for (const d of gone) rmSync(d, { recursive: true, force: true });
+}
+
+/** Pids of the live service proxy processes whose data directory is (under) one of `under` (any, if not given). */
+export function serviceProxyProcesses(under?: readonly string[]): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (["Z", "X"].includes(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0])) continue;
+      const dir = readFileSync(`/proc/${name}/environ`, "utf8")
+        .split("\0")
+        .find((v) => v.startsWith(`${PROXY_DATA_DIR_ENV}=`))
+        ?.slice(PROXY_DATA_DIR_ENV.length + 1);
+      if (dir && (!under || under.some((u) => dir === u || dir.startsWith(`${u}/`)))) {
+        out.push(Number(name));
+      }
+    } catch {}
+  }
+  return out.sort((a, b) => a - b);
 }
 
 /** A store with hello:* and `shell:1` (runs `sh -c "$CMD"` unless the Pod gives a command). */

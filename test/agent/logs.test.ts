@@ -22,6 +22,7 @@ import {
   killPodProcesses,
   startAgentProcess,
   stopChild,
+  stopServiceProxies,
 } from "./agent-process.ts";
 import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 
@@ -144,6 +145,7 @@ afterAll(async () => {
   await kubectl?.close();
   client?.close();
   if (agent) await stopChild(agent.child);
+  await stopServiceProxies();
   killPodProcesses(RANGE);
   await up?.stop();
   removeTempDirs();

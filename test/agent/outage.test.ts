@@ -25,6 +25,7 @@ import {
   podProcesses as podProcesses_,
   startAgentProcess,
   stopChild,
+  stopServiceProxies,
 } from "./agent-process.ts";
 import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 
@@ -84,6 +85,7 @@ afterAll(async () => {
   for (const c of children) await stopChild(c);
   await up?.stop();
   // Whatever is left of the Pods (the agent leaves them running by design).
+  await stopServiceProxies();
   killPodProcesses(RANGE);
   removeTempDirs();
 });

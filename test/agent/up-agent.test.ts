@@ -16,6 +16,7 @@ import type { AgentStateData } from "../../src/agent/state/index.ts";
 import { defaultNodeName } from "../../src/cli/node-name.ts";
 import { Kubectl } from "../e2e/helpers/kubectl.ts";
 import { runSetpoint, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import { stopServiceProxies } from "./agent-process.ts";
 import { eventually, httpText, removeTempDirs, tempDir } from "./helpers.ts";
 
 let up: SetpointProcess | undefined;
@@ -37,6 +38,8 @@ function statePids(): number[] {
 
 afterAll(async () => {
   await up?.stop();
+  // up's agent leaves its service proxy running, as its Pods.
+  await stopServiceProxies();
   for (const pid of statePids()) {
     try {
       process.kill(-pid, "SIGKILL");

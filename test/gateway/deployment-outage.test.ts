@@ -28,6 +28,7 @@ import {
   killPodProcesses,
   startAgentProcess,
   stopChild,
+  stopServiceProxies,
 } from "../agent/agent-process.ts";
 import { eventually, removeTempDirs, tempDir, testImageStore } from "../agent/helpers.ts";
 import { SETPOINT_BIN, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
@@ -45,6 +46,7 @@ let up: SetpointProcess | undefined;
 afterAll(async () => {
   for (const c of children) await stopChild(c);
   await up?.stop();
+  await stopServiceProxies();
   killPodProcesses(RANGE);
   removeTempDirs();
 });
