@@ -38,13 +38,15 @@ export async function ensureIngressClass(config: RestConfig, logger: Logger): Pr
 /** Starts the gateway; undefined (logged) when the default address is taken. */
 export async function startUpGateway(opts: {
   config: RestConfig;
+  /** The gateway's own credentials (default: config's). */
+  gatewayConfig?: RestConfig;
   dataDir: string;
   listen: string | undefined;
   logger: Logger;
 }): Promise<Gateway | undefined> {
   await ensureIngressClass(opts.config, opts.logger);
   const gw = new Gateway({
-    restConfig: opts.config,
+    restConfig: opts.gatewayConfig ?? opts.config,
     listen: opts.listen ?? DEFAULT_GATEWAY_LISTEN,
     dataDir: join(opts.dataDir, "gateway"),
     logger: opts.logger.child({ component: "gateway" }),

@@ -27,6 +27,8 @@ import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
 import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
 import {
   type ControlPlane,
+  componentRestConfig,
+  GATEWAY_IDENTITY,
   NODE_KUBECONFIG_FILE,
   nodeIdentity,
   StartupError,
@@ -375,6 +377,8 @@ export async function up(argv: string[]): Promise<number> {
       ? undefined
       : await startUpGateway({
           config: plane.config,
+          // The gateway is system:setpoint:gateway, not the admin (the class is made as the admin).
+          gatewayConfig: await componentRestConfig(plane.dir, plane.url, GATEWAY_IDENTITY),
           dataDir,
           listen: values["gateway-listen"],
           logger,

@@ -326,3 +326,20 @@ type: Normal
     expect(bare.stdout.trim()).toBe("no");
   });
 });
+
+describe("the gateway's identity", () => {
+  it("reads what it routes by and writes only its Ingresses' status", async () => {
+    const can = async (...args: string[]) =>
+      (await admin.run(["auth", "can-i", ...args, "--as", "system:setpoint:gateway"])).stdout
+        .trim()
+        .split(" ")[0];
+    expect(await can("watch", "ingresses.networking.k8s.io", "-A")).toBe("yes");
+    expect(await can("list", "ingressclasses.networking.k8s.io")).toBe("yes");
+    expect(await can("list", "endpointslices.discovery.k8s.io", "-A")).toBe("yes");
+    expect(await can("list", "secrets", "-A")).toBe("yes");
+    expect(await can("update", "ingresses.networking.k8s.io", "--subresource=status")).toBe("yes");
+    expect(await can("update", "ingresses.networking.k8s.io")).toBe("no");
+    expect(await can("create", "pods")).toBe("no");
+    expect(await can("get", "nodes")).toBe("no");
+  });
+});

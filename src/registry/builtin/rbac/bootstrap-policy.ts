@@ -288,6 +288,23 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
       { verbs: ["list", "watch"], apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
     ],
   }),
+  // The gateway (system:setpoint:gateway): what it routes by, and its Ingresses' status.
+  clusterRole("system:setpoint:gateway", {
+    rules: [
+      {
+        verbs: ["list", "watch"],
+        apiGroups: ["networking.k8s.io"],
+        resources: ["ingresses", "ingressclasses"],
+      },
+      {
+        verbs: ["update", "patch"],
+        apiGroups: ["networking.k8s.io"],
+        resources: ["ingresses/status"],
+      },
+      { verbs: ["list", "watch"], apiGroups: [""], resources: ["services", "secrets"] },
+      { verbs: ["list", "watch"], apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+    ],
+  }),
   // For services that delegate authentication and authorization to the apiserver.
   clusterRole("system:auth-delegator", {
     rules: [
@@ -311,6 +328,7 @@ export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly KubeObject[] = [
     "system:unauthenticated",
   ]),
   binding("system:node-proxier", "system:node-proxier", [], ["system:kube-proxy"]),
+  binding("system:setpoint:gateway", "system:setpoint:gateway", [], ["system:setpoint:gateway"]),
   // The agent runs the service proxy in its own process, as its node.
   binding("system:setpoint:service-proxy", "system:setpoint:service-proxy", ["system:nodes"]),
 ];
