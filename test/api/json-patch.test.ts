@@ -421,6 +421,68 @@ describe("JSON patch properties", () => {
   });
 });
 
+describe("JSON patch copies (shared until written)", () => {
+  const op = fc.record(
+    {
+      op: fc.constantFrom("add", "remove", "replace", "move", "copy", "copy", "test"),
+      path: fc.constantFrom("/a", "/a/0", "/a/-", "/b", "/b/c", "/b/c/0", "/a/0/c", "/d"),
+      from: fc.constantFrom("/a", "/a/0", "/b", "/b/c", ""),
+      value: fc.jsonValue({ maxDepth: 2 }),
+    },
+    { requiredKeys: ["op", "path"] },
+  );
+  const start = fc.record({
+    a: fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+    b: fc.dictionary(fc.constantFrom("c", "e"), fc.jsonValue({ maxDepth: 2 })),
+  });
+  const outcome = (f: () => unknown) => {
+    try {
+      return { ok: f() };
+    } catch (e) {
+      return { error: (e as StatusError).message };
+    }
+  };
+
+  it("a patch gives what its operations give applied one at a time", () => {
+    fc.assert(
+      fc.property(start, fc.array(op, { maxLength: 8 }), (d, ops) => {
+        const whole = outcome(() => applyJsonPatch(d, ops));
+        const oneByOne = outcome(() =>
+          ops.reduce((acc, o) => applyJsonPatch(acc, [o]), d as unknown),
+        );
+        expect(whole).toEqual(oneByOne);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a result shares nothing between the places a copy put a value", () => {
+    const out = applyJsonPatch({ a: { b: [1] } }, [
+      { op: "copy", from: "/a", path: "/c" },
+      { op: "copy", from: "/a", path: "/a/self" },
+      { op: "add", path: "/c/b/-", value: 2 },
+    ]) as { a: { b: number[]; self: { b: number[] } }; c: { b: number[] } };
+    expect(out).toEqual({ a: { b: [1], self: { b: [1] } }, c: { b: [1, 2] } });
+    out.a.b.push(3);
+    expect(out.a.self.b).toEqual([1]);
+    expect(out.c.b).toEqual([1, 2]);
+  });
+
+  it("charges each copy the bytes of its value's JSON", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), (v) => {
+        const size = Buffer.byteLength(JSON.stringify(v));
+        const ops = [{ op: "copy", from: "/v", path: "/w" }];
+        expect(() => applyJsonPatch({ v }, ops, { maxCopyBytes: size })).not.toThrow();
+        expect(() => applyJsonPatch({ v }, ops, { maxCopyBytes: size - 1 })).toThrow(
+          `the accumulated size increase of copy is ${size}, exceeding the limit ${size - 1}`,
+        );
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe("createJsonPatch", () => {
   it("gives a patch that turns the original into the modified value", () => {
     fc.assert(

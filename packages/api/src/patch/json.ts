@@ -11,6 +11,12 @@
  * Kubernetes' sentence "the server rejected our request due to an error in our
  * request" followed by the reason worded as Kubernetes' JSON patch library words it.
  * As there, negative array indices count from the end.
+ *
+ * A `copy` shares the copied value instead of copying it, and a container on the path
+ * of a later write is copied first (copy on write); the JSON size of a shared value is
+ * worked out once. So a patch that copies a value into itself again and again costs
+ * next to nothing until the bound refuses it, and the result is made whole (no value
+ * shared between two places) only once, at the end.
  */
 import { deepClone, deepEqual, isJsonObject, setMember } from "../deep-copy.ts";
 import { errors } from "../status.ts";
@@ -67,8 +73,14 @@ export function formatJsonPointer(tokens: readonly (string | number)[]): string 
 }
 
 // The document lives in a box so that the root ("") is addressed like any member.
+// `shared` holds the containers that may be reachable from more than one place (a
+// copied value, and the members of a container copied on write): they are never
+// changed in place, so the JSON size worked out for them holds.
 interface Box {
   v: unknown;
+  shared: WeakSet<object>;
+  sizes: WeakMap<object, number>;
+  copied: boolean;
 }
 
 interface Location {
@@ -97,6 +109,60 @@ function locate(box: Box, tokens: string[]): Location | undefined {
     }
   }
   return { parent, key };
+}
+
+// As `locate`, for a write: every container on the way that may be reachable from
+// elsewhere is replaced by a copy of its own first, so the write changes this place only.
+function locateForWrite(box: Box, tokens: string[]): Location | undefined {
+  let parent: Record<string, unknown> | unknown[] = box as unknown as Record<string, unknown>;
+  let key = "v";
+  for (const t of tokens) {
+    let cur = childOf(parent, key);
+    if (cur === undefined) return undefined;
+    if (!Array.isArray(cur) && !isJsonObject(cur)) return undefined;
+    if (box.shared.has(cur)) {
+      cur = unshare(box, cur);
+      if (Array.isArray(parent)) parent[arrayIndex(parent, key, false)!] = cur;
+      else setMember(parent, key, cur);
+    }
+    parent = cur as Record<string, unknown> | unknown[];
+    key = t;
+  }
+  return { parent, key };
+}
+
+// A copy of one level of a shared container; its members become shared in turn.
+function unshare(box: Box, c: Record<string, unknown> | unknown[]): object {
+  const copy: Record<string, unknown> | unknown[] = Array.isArray(c) ? c.slice() : { ...c };
+  for (const v of Array.isArray(copy) ? copy : Object.values(copy)) {
+    if (typeof v === "object" && v !== null) box.shared.add(v);
+  }
+  return copy;
+}
+
+// The size of `v`'s JSON in bytes (JSON.stringify's), remembered for shared containers.
+function jsonSize(box: Box, v: unknown): number {
+  if (typeof v !== "object" || v === null) {
+    const json = JSON.stringify(v);
+    return json === undefined ? 0 : Buffer.byteLength(json);
+  }
+  const known = box.sizes.get(v);
+  if (known !== undefined) return known;
+  let size = 2;
+  if (Array.isArray(v)) {
+    for (const item of v) size += (item === undefined ? 4 : jsonSize(box, item)) + 1;
+    if (v.length > 0) size -= 1;
+  } else {
+    let n = 0;
+    for (const [k, item] of Object.entries(v)) {
+      if (item === undefined) continue;
+      size += Buffer.byteLength(JSON.stringify(k)) + 1 + jsonSize(box, item) + 1;
+      n++;
+    }
+    if (n > 0) size -= 1;
+  }
+  if (box.shared.has(v)) box.sizes.set(v, size);
+  return size;
 }
 
 function childOf(parent: Record<string, unknown> | unknown[], key: string): unknown {
@@ -212,18 +278,22 @@ interface CopyBudget {
 }
 
 /**
- * A copy of `value` (JSON data), charged to `budget` by the size of its JSON
- * before anything is copied; ApplyError once the copies together pass the limit.
+ * `value` to be placed a second time, charged to `budget` by the size of its JSON;
+ * ApplyError once the copies together pass the limit. A container is shared, not
+ * copied (see `locateForWrite`).
  */
-function chargedCopy(value: unknown, budget: CopyBudget): unknown {
-  const json = JSON.stringify(value);
-  budget.used += Buffer.byteLength(json);
+function chargedCopy(box: Box, value: unknown, budget: CopyBudget): unknown {
+  budget.used += jsonSize(box, value);
   if (budget.used > budget.limit) {
     throw new ApplyError(
       `Unable to complete the copy, the accumulated size increase of copy is ${budget.used}, exceeding the limit ${budget.limit}`,
     );
   }
-  return typeof value === "object" && value !== null ? JSON.parse(json) : value;
+  if (typeof value === "object" && value !== null) {
+    box.shared.add(value);
+    box.copied = true;
+  }
+  return value;
 }
 
 function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
@@ -231,7 +301,7 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
     case "add": {
       const [path, tokens] = pointerOf(op, "path");
       const value = deepClone(opValue(op));
-      const loc = locate(box, tokens);
+      const loc = locateForWrite(box, tokens);
       if (!loc) {
         throw new ApplyError(
           `add operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
@@ -244,7 +314,7 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
       const [path, tokens] = pointerOf(op, "path");
       if (tokens.length === 0)
         throw new ApplyError("remove operation does not apply: cannot remove the whole document");
-      const loc = locate(box, tokens);
+      const loc = locateForWrite(box, tokens);
       if (!loc) {
         throw new ApplyError(
           `remove operation does not apply: doc is missing path: ${JSON.stringify(path)}: missing value`,
@@ -256,7 +326,7 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
     case "replace": {
       const [path, tokens] = pointerOf(op, "path");
       const value = deepClone(opValue(op));
-      const loc = locate(box, tokens);
+      const loc = locateForWrite(box, tokens);
       if (!loc) {
         throw new ApplyError(
           `replace operation does not apply: doc is missing path: ${path}: missing value`,
@@ -280,14 +350,14 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
           `move operation does not apply: from ${from} is a prefix of path ${path}`,
         );
       }
-      const src = locate(box, fromTokens);
+      const src = locateForWrite(box, fromTokens);
       if (!src || !has(src) || fromTokens.length === 0) {
         throw new ApplyError(
           `move operation does not apply: doc is missing from path: ${from}: missing value`,
         );
       }
       const value = removeAt(src, "move", from);
-      const dst = locate(box, tokens);
+      const dst = locateForWrite(box, tokens);
       if (!dst) {
         throw new ApplyError(
           `move operation does not apply: doc is missing destination path: ${path}: missing value`,
@@ -305,8 +375,8 @@ function applyOne(box: Box, op: JsonPatchOperation, budget: CopyBudget): void {
           `copy operation does not apply: doc is missing from path: ${from}: missing value`,
         );
       }
-      const value = chargedCopy(get(src), budget);
-      const dst = locate(box, tokens);
+      const value = chargedCopy(box, get(src), budget);
+      const dst = locateForWrite(box, tokens);
       if (!dst) {
         throw new ApplyError(
           `copy operation does not apply: doc is missing destination path: ${path}: missing value`,
@@ -359,7 +429,12 @@ export function applyJsonPatch(
     );
   }
   const list = ops.map(readOp);
-  const box: Box = { v: deepClone(target) };
+  const box: Box = {
+    v: deepClone(target),
+    shared: new WeakSet(),
+    sizes: new WeakMap(),
+    copied: false,
+  };
   const budget: CopyBudget = { used: 0, limit: limits.maxCopyBytes ?? MAX_JSON_PATCH_COPY_BYTES };
   for (const op of list) {
     try {
@@ -369,7 +444,8 @@ export function applyJsonPatch(
       throw e;
     }
   }
-  return box.v;
+  // Values placed twice become two values, as a copy makes them.
+  return box.copied ? deepClone(box.v) : box.v;
 }
 
 /**
