@@ -10,6 +10,7 @@
  * (src/apiserver/admission/policy-admission.ts) evaluates them.
  */
 import { fieldErrors, type KubeObject, type StatusCause } from "@setpoint/api";
+import { CEL_KEYWORDS } from "../../crd/cel/index.ts";
 import type { PrinterColumn, ResourceDefinition } from "../../types.ts";
 import { field } from "../build.ts";
 import { invalid, notSupported, qualifiedNameErrors, required } from "../causes.ts";
@@ -126,29 +127,6 @@ const SCOPES = ["*", "Cluster", "Namespaced"];
 const REASONS = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"];
 const ACTIONS = ["Audit", "Deny", "Warn"];
 const CEL_IDENTIFIER = /^[_a-zA-Z][_a-zA-Z0-9]*$/;
-const CEL_RESERVED = new Set([
-  "true",
-  "false",
-  "null",
-  "in",
-  "as",
-  "break",
-  "const",
-  "continue",
-  "else",
-  "for",
-  "function",
-  "if",
-  "import",
-  "let",
-  "loop",
-  "package",
-  "namespace",
-  "return",
-  "var",
-  "void",
-  "while",
-]);
 /** Most auditAnnotations a policy may have. */
 const MAX_AUDIT_ANNOTATIONS = 20;
 /** Longest auditAnnotation valueExpression. */
@@ -345,7 +323,7 @@ function validatePolicy(o: KubeObject): StatusCause[] {
     const at = `spec.variables[${i}]`;
     const name = typeof v.name === "string" ? v.name : "";
     if (!name.trim()) causes.push(required(`${at}.name`, "name is not specified"));
-    else if (!CEL_IDENTIFIER.test(name) || CEL_RESERVED.has(name))
+    else if (!CEL_IDENTIFIER.test(name) || CEL_KEYWORDS.has(name))
       causes.push(invalid(`${at}.name`, name, "name is not a valid CEL identifier"));
     const expr = typeof v.expression === "string" ? v.expression : "";
     if (!expr.trim()) causes.push(required(`${at}.expression`, "expression is not specified"));

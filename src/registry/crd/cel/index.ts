@@ -32,6 +32,6 @@ export {
 } from "./limits.ts";
 export { errorOffset, errorSummary, formatCompileError, ruleValue } from "./messages.ts";
 export { type CostMeter, withMeter } from "./meter.ts";
-export { ESCAPED_NAMES_CACHE_SIZE, escapeCelName } from "./names.ts";
+export { CEL_KEYWORDS, ESCAPED_NAMES_CACHE_SIZE, escapeCelName } from "./names.ts";
 export type { CelCompilation, CelNode, CelPick, CompiledRule } from "./types.ts";
 export { toCel } from "./values.ts";

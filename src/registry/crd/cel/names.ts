@@ -1,6 +1,7 @@
 /** Property names as CEL rules refer to them (Kubernetes' escaping). */
 
-const CEL_KEYWORDS = new Set([
+/** CEL's reserved words: not usable as identifiers. */
+export const CEL_KEYWORDS: ReadonlySet<string> = new Set([
   "true",
   "false",
   "null",
