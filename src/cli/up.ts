@@ -409,9 +409,12 @@ export async function up(argv: string[]): Promise<number> {
         logFormat: format,
       });
     }
-    await new Promise<void>((done) => {
-      wake = done;
-    });
+    // A signal that came while the agent was being set up has already called wake().
+    if (signalled === undefined) {
+      await new Promise<void>((done) => {
+        wake = done;
+      });
+    }
   }
   logger.info({ signal: signalled }, "shutting down");
   await agent?.stop();
