@@ -20,14 +20,16 @@ import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { errors, failure } from "@setpoint/api";
-import { type NodeConnectSubresource, storageVersion } from "../../registry/types.ts";
-import { ResourceStore } from "../store/index.ts";
+import type { NodeConnectSubresource } from "../../registry/types.ts";
 import type { RequestScope } from "./context.ts";
 import {
+  agentPath,
   dialError,
   NODE_CONNECT_TIMEOUT_MS,
   type NodeClient,
   nodeEndpoint,
+  readParent,
+  requireNodeClient,
 } from "./node-stream.ts";
 
 interface Upgrade {
@@ -86,26 +88,14 @@ export async function serveNodeConnect(
   sub: NodeConnectSubresource,
   client: NodeClient | undefined,
 ): Promise<void> {
-  const { ctx, def, req, res } = scope;
-  const parent = new ResourceStore(ctx, {
-    definition: def,
-    version: storageVersion(def),
-    user: scope.user,
-    ...(scope.namespace !== undefined ? { namespace: scope.namespace } : {}),
-    name: scope.name ?? "",
-  });
-  const obj = await parent.get();
+  const { req, res } = scope;
+  const obj = await readParent(scope);
   const location = sub.locate(obj, scope.query.params);
   const up = upgrades.get(req);
   if (!up) throw errors.badRequest("Upgrade request required");
-  if (!client) {
-    throw errors.internal(
-      "this apiserver has no client certificate for the nodes' agents (its data dir has no CA key)",
-    );
-  }
+  requireNodeClient(client);
   const { host, port } = await nodeEndpoint(scope, location.node);
-  const query = location.query.toString();
-  const path = `${location.path}${query ? `?${query}` : ""}`;
+  const path = agentPath(location);
   const headers: Record<string, string | string[]> = { connection: "Upgrade" };
   for (const name of CARRIED) {
     const values = req.headersDistinct[name];

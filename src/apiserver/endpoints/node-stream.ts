@@ -104,35 +104,50 @@ export function dialError(err: NodeJS.ErrnoException, host: string, port: number
   }
 }
 
+/** The object a node subresource belongs to (a Pod), read as the caller. */
+export function readParent(scope: RequestScope): Promise<KubeObject> {
+  const { ctx, def } = scope;
+  return new ResourceStore(ctx, {
+    definition: def,
+    version: storageVersion(def),
+    user: scope.user,
+    ...(scope.namespace !== undefined ? { namespace: scope.namespace } : {}),
+    name: scope.name ?? "",
+  }).get();
+}
+
+/** The 500 an apiserver without a client certificate for the agents answers. */
+export function requireNodeClient(client: NodeClient | undefined): asserts client is NodeClient {
+  if (!client) {
+    throw errors.internal(
+      "this apiserver has no client certificate for the nodes' agents (its data dir has no CA key)",
+    );
+  }
+}
+
+/** The path and query a located subresource asks the agent for. */
+export function agentPath(location: { path: string; query: URLSearchParams }): string {
+  const query = location.query.toString();
+  return `${location.path}${query ? `?${query}` : ""}`;
+}
+
 /** Serves GET on `sub` of the object `scope` names, streaming the node's answer. */
 export async function serveNodeStream(
   scope: RequestScope,
   sub: NodeStreamSubresource,
   client: NodeClient | undefined,
 ): Promise<void> {
-  const { ctx, def, req, res } = scope;
-  const parent = new ResourceStore(ctx, {
-    definition: def,
-    version: storageVersion(def),
-    user: scope.user,
-    ...(scope.namespace !== undefined ? { namespace: scope.namespace } : {}),
-    name: scope.name ?? "",
-  });
-  const obj = await parent.get();
+  const { req, res } = scope;
+  const obj = await readParent(scope);
   const location = sub.locate(obj, scope.query.params);
   if (!location) {
     res.writeHead(200, { "Content-Type": "text/plain" });
     res.end();
     return;
   }
-  if (!client) {
-    throw errors.internal(
-      "this apiserver has no client certificate for the nodes' agents (its data dir has no CA key)",
-    );
-  }
+  requireNodeClient(client);
   const { host, port } = await nodeEndpoint(scope, location.node);
-  const query = location.query.toString();
-  const path = `${location.path}${query ? `?${query}` : ""}`;
+  const path = agentPath(location);
   const url = `https://${host.includes(":") ? `[${host}]` : host}:${port}${path}`;
   await new Promise<void>((done, fail) => {
     let answered = false;
