@@ -336,6 +336,9 @@ spec:
     parameterNotFoundAction: Allow
 `,
     });
+    expect(await kubectl.ok(["get", "validatingadmissionpolicybinding", "forbidden-keys"])).toMatch(
+      /^forbidden-keys\s+forbidden-keys\s+forbidden-key=yes\s+\d+s$/m,
+    );
     // No params: Allow admits.
     await kubectl.ok(["create", "configmap", "checked", "-n", "selected", "--from-literal=x=1"]);
     await kubectl.ok(["delete", "configmap", "checked", "-n", "selected"]);

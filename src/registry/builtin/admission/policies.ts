@@ -9,7 +9,14 @@
  * and a compile error refuses it. The apiserver's admission
  * (src/apiserver/admission/policy-admission.ts) evaluates them.
  */
-import { fieldErrors, type KubeObject, type StatusCause } from "@setpoint/api";
+import {
+  fieldErrors,
+  formatLabelSelector,
+  type KubeObject,
+  labelSelectorFromMetav1,
+  type MetaV1LabelSelector,
+  type StatusCause,
+} from "@setpoint/api";
 import { CEL_KEYWORDS } from "../../crd/cel/index.ts";
 import type { PrinterColumn, ResourceDefinition } from "../../types.ts";
 import { field } from "../build.ts";
@@ -58,29 +65,6 @@ const POLICY_NAME_COLUMN: PrinterColumn = {
   value: (o) => String(specOf(o).policyName ?? ""),
 };
 
-function selectorString(sel: Obj): string {
-  const parts: string[] = [];
-  for (const [k, v] of Object.entries(obj(sel.matchLabels) ?? {})) parts.push(`${k}=${v}`);
-  for (const e of list<Obj>(sel.matchExpressions)) {
-    const values = list<string>(e.values).join(",");
-    switch (e.operator) {
-      case "In":
-        parts.push(`${e.key} in (${values})`);
-        break;
-      case "NotIn":
-        parts.push(`${e.key} notin (${values})`);
-        break;
-      case "Exists":
-        parts.push(String(e.key));
-        break;
-      case "DoesNotExist":
-        parts.push(`!${e.key}`);
-        break;
-    }
-  }
-  return parts.join(",");
-}
-
 const PARAM_REF_COLUMN: PrinterColumn = {
   name: "ParamRef",
   type: "string",
@@ -93,7 +77,12 @@ const PARAM_REF_COLUMN: PrinterColumn = {
       return `${typeof pr.namespace === "string" && pr.namespace ? pr.namespace : "*"}/${pr.name}`;
     }
     const sel = obj(pr.selector);
-    return sel ? selectorString(sel) : "<unset>";
+    if (!sel) return "<unset>";
+    try {
+      return formatLabelSelector(labelSelectorFromMetav1(sel as MetaV1LabelSelector)) || "<none>";
+    } catch {
+      return "<error>";
+    }
   },
 };
 
