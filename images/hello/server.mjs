@@ -2,7 +2,8 @@
 // version, so a rolling update can be watched from outside. It listens on the Pod's
 // address (SETPOINT_POD_IP, set by the agent) and $PORT; the version is $VERSION, or
 // else the tag of the image the Pod names (SETPOINT_IMAGE, e.g. hello:2.0 → 2.0).
-// GET /healthz answers "ok" for probes. SIGTERM closes the server and exits 0.
+// GET /healthz answers "ok" for probes. SIGTERM stops accepting, lets the requests
+// in flight finish (closing idle keep-alive connections at once) and exits 0.
 import { createServer } from "node:http";
 
 const host = process.env.SETPOINT_POD_IP || "127.0.0.1";
@@ -25,5 +26,5 @@ server.listen(port, host, () => {
 });
 process.on("SIGTERM", () => {
   server.close(() => process.exit(0));
-  server.closeAllConnections();
+  server.closeIdleConnections();
 });

@@ -1,25 +1,31 @@
 /**
  * THE DATA-PLANE OUTAGE TEST (issue 14 §4), with every part a real process: `setpoint
  * up` (apiserver and controllers, scheduler included), `setpoint agent` (its own
- * node), `setpoint gateway`, and a 3-replica Deployment of the hello image behind a
- * Service and an Ingress. Steady GETs go through the gateway all along, counted and
- * timed per phase:
+ * node, and the service proxy it starts), `setpoint gateway`, and a 3-replica
+ * Deployment of the hello image behind a Service and an Ingress. Steady GETs go two
+ * ways all along, counted and timed per phase: from the test through the gateway,
+ * and from a client Pod through the Service's cluster IP (the HELLO_SERVICE_HOST and
+ * _PORT the agent gave it, a new connection per request):
  * - before: everything up;
  * - during: `setpoint up` is SIGKILLed; one backend process is SIGKILLed (the agent
  *   restarts it from its state on disk); the gateway is replaced by a new process
  *   started from its table on disk (traffic moves to it, the old one drains on
  *   SIGTERM: one process cannot rebind a port another still holds); the agent is
- *   restarted (it adopts the running processes); the apiserver stays down for
+ *   restarted (it adopts the running processes, the client Pod's too; the service
+ *   proxy, a process of its own, serves on through it); the apiserver stays down for
  *   1 s per step, or 30 s in all with GATEWAY_DEPLOYMENT_OUTAGE_LONG=1;
  * - rollout: `setpoint up` is back on the same address and data; the Deployment's
  *   image goes from hello:1.0 to hello:2.0 under the load, until only 2.0 answers.
- * Every request (all idempotent) must succeed. Prints sent, failed and p99 per phase.
- * Not yet here: the leg through a Service's ClusterIP (no service proxy yet).
+ * Every request (all idempotent) must succeed. The gateway replays a request whose
+ * backend refused or died; an L4 proxy cannot, so the client Pod, as HTTP clients
+ * do with an idempotent GET, sends it again once when its connection was cut or
+ * refused, and the retries are counted apart. Prints sent, failed and p99 per phase
+ * for both legs.
  */
 import type { ChildProcess } from "node:child_process";
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
-import type { Deployment, Ingress, Service } from "@setpoint/api";
+import type { Deployment, Ingress, Pod, Service } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, expect, it } from "vitest";
 import {
@@ -30,7 +36,7 @@ import {
   stopChild,
   stopServiceProxies,
 } from "../agent/agent-process.ts";
-import { eventually, removeTempDirs, tempDir, testImageStore } from "../agent/helpers.ts";
+import { eventually, httpText, removeTempDirs, tempDir, testImageStore } from "../agent/helpers.ts";
 import { SETPOINT_BIN, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
 
 const LONG = process.env.GATEWAY_DEPLOYMENT_OUTAGE_LONG === "1";
@@ -39,6 +45,52 @@ const RANGE = 76;
 const NODE = "gw-outage-node";
 const HOST = "hello.outage.test";
 const DEPLOYMENT = { apiVersion: "apps/v1", kind: "Deployment" } as const;
+const POD = { apiVersion: "v1", kind: "Pod" } as const;
+
+/**
+ * The client Pod: GETs $HELLO_SERVICE_HOST:$HELLO_SERVICE_PORT in a loop, a new
+ * connection each, sending a GET again once if the first attempt failed; records
+ * [start ms, duration ms, attempts, error] per request; serves them on :8080.
+ */
+const CLIENT = `
+const http = require("node:http");
+const host = process.env.HELLO_SERVICE_HOST, port = Number(process.env.HELLO_SERVICE_PORT);
+const s = { host, port, records: [], byPod: {} };
+function attempt(cb) {
+  const req = http.get({ host, port, path: "/", agent: false, timeout: 5000 }, (res) => {
+    let body = "";
+    res.on("data", (d) => (body += d));
+    res.on("end", () => {
+      const m = /hello from (\\S+) \\(version/.exec(body);
+      if (res.statusCode === 200 && m) { s.byPod[m[1]] = (s.byPod[m[1]] || 0) + 1; cb(); }
+      else cb(res.statusCode + " " + body.slice(0, 60));
+    });
+    res.on("error", (e) => cb(e.code || e.message));
+  });
+  req.on("timeout", () => req.destroy(new Error("timeout")));
+  req.on("error", (e) => cb(e.code || e.message));
+}
+function once() {
+  const t = Date.now(), p = performance.now();
+  attempt((err) => {
+    if (!err) { s.records.push([t, performance.now() - p, 1]); setTimeout(once, 20); return; }
+    attempt((again) => {
+      s.records.push(again ? [t, performance.now() - p, 2, err + "; " + again] : [t, performance.now() - p, 2]);
+      setTimeout(once, 20);
+    });
+  });
+}
+once();
+http.createServer((q, r) => r.end(JSON.stringify(s))).listen(8080, process.env.SETPOINT_POD_IP);
+`;
+
+interface ClientStats {
+  host: string;
+  port: number;
+  /** Per request: its start (epoch ms), duration (ms), attempts (1 or 2), and the errors if both failed. */
+  records: [number, number, number, string?][];
+  byPod: Record<string, number>;
+}
 
 const children: ChildProcess[] = [];
 let up: SetpointProcess | undefined;
@@ -191,7 +243,10 @@ it(
         apiVersion: "v1",
         kind: "Service",
         metadata: { name: "hello", namespace: "default" },
-        spec: { selector: { app: "hello" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+        spec: {
+          selector: { app: "hello" },
+          ports: [{ name: "http", port: 8080, targetPort: 8080 }],
+        },
       });
       await client.create<Ingress>({
         apiVersion: "networking.k8s.io/v1",
@@ -227,6 +282,39 @@ it(
         },
         60_000,
       );
+      // The client Pod, made after the Service: its environment names the cluster IP.
+      await client.create<Pod>({
+        ...POD,
+        metadata: { name: "client", namespace: "default" },
+        spec: {
+          nodeName: NODE,
+          containers: [{ name: "client", image: "shell:1", command: ["node", "-e", CLIENT] }],
+        },
+      });
+      const clientIP = await eventually(
+        "the client Pod's address",
+        async () => (await client.get<Pod>(POD, "client", "default")).status?.podIP,
+        30_000,
+      );
+      const clientStats = async (): Promise<ClientStats | undefined> => {
+        const t = await httpText(`http://${clientIP}:8080/`, 5_000);
+        return t ? (JSON.parse(t) as ClientStats) : undefined;
+      };
+      const first = await eventually(
+        "the client Pod reaching the three Pods through the cluster IP",
+        async () => {
+          const st = await clientStats();
+          return st && Object.keys(st.byPod).length === 3 ? st : undefined;
+        },
+        30_000,
+      );
+      const svc = await client.get<Service>(
+        { apiVersion: "v1", kind: "Service" },
+        "hello",
+        "default",
+      );
+      expect(first.host).toBe(svc.spec?.clusterIP);
+      expect(first.port).toBe(8080);
 
       const setupMs = Date.now() - t0;
       const phases: Record<string, Phase> = { before: newPhase() };
@@ -258,7 +346,7 @@ it(
         await sleep(STEP_MS);
 
         // 2. A backend process dies: the agent restarts it; the gateway retries and ejects.
-        const victim = (await agentPods(agent.endpoint))[1];
+        const victim = (await agentPods(agent.endpoint)).filter((p) => p.name !== "client")[1];
         const victimPid = victim.containers[0].pid ?? 0;
         process.kill(-victimPid, "SIGKILL");
         await eventually("the killed backend restarted", async () => {
@@ -285,7 +373,7 @@ it(
           "the restarted agent's account of its Pods",
           () => /"adopted":\d+,"restarted":\d+/.exec(restarted.output())?.[0],
         );
-        expect(account).toBe('"adopted":3,"restarted":0');
+        expect(account).toBe('"adopted":4,"restarted":0');
         await sleep(Math.max(STEP_MS, (LONG ? 30_000 : 0) - (Date.now() - downAt)));
 
         // 5. The control plane returns; a new version rolls out under the load.
@@ -325,6 +413,8 @@ it(
         await Promise.all(workers);
       }
       const finished = Date.now();
+      const stats = await clientStats();
+      expect(stats).toBeDefined();
 
       const order = Object.keys(phases);
       const ends: Record<string, number> = {};
@@ -337,12 +427,32 @@ it(
         ([k, p]) =>
           `${k} (${((ends[k] - p.started) / 1000).toFixed(1)} s): ${p.sent} sent, ${p.failed} failed, p99 ${p99(p.latencies).toFixed(1)} ms, versions ${[...p.versions].map(([v, n]) => `${v}×${n}`).join(" ")}${p.errors.length ? `, e.g. ${p.errors.join(" | ")}` : ""}`,
       );
+      // The client Pod's requests, by the phase they started in (one clock: this machine's).
+      const podRecords = stats!.records.filter(([t]) => t >= phases.before.started && t < finished);
+      const podLines = order.map((k) => {
+        const rs = podRecords.filter(([t]) => t >= phases[k].started && t < ends[k]);
+        const bad = rs.filter((r) => r[3] !== undefined);
+        return `${k}: ${rs.length} sent, ${bad.length} failed, ${rs.filter((r) => r[2] > 1).length} retried, p99 ${p99(rs.map((r) => r[1])).toFixed(1)} ms${
+          bad.length
+            ? `, e.g. ${bad
+                .slice(0, 3)
+                .map((r) => r[3])
+                .join(" | ")}`
+            : ""
+        }`;
+      });
+      const podFailed = podRecords.filter((r) => r[3] !== undefined);
       process.stdout.write(
-        `gateway → Deployment outage (${LONG ? "long" : "short"}; set up in ${(setupMs / 1000).toFixed(1)} s): sent ${sent}, failed ${failed}\n  ${lines.join("\n  ")}\n`,
+        `gateway → Deployment outage (${LONG ? "long" : "short"}; set up in ${(setupMs / 1000).toFixed(1)} s): sent ${sent}, failed ${failed}\n  ${lines.join("\n  ")}\n` +
+          `client Pod → cluster IP ${stats!.host}:${stats!.port}: sent ${podRecords.length}, failed ${podFailed.length}, retried ${podRecords.filter((r) => r[2] > 1).length}\n  ${podLines.join("\n  ")}\n`,
       );
       expect(phases.during.sent).toBeGreaterThan(0);
       expect(phases.rollout.versions.get("2.0")).toBeGreaterThan(0);
       expect(failed).toBe(0);
+      expect(
+        podRecords.filter(([t]) => t >= phases.during.started && t < ends.during).length,
+      ).toBeGreaterThan(0);
+      expect(podFailed.map((r) => `${r[3]} at +${r[0] - phases.before.started} ms`)).toEqual([]);
     } finally {
       client.close();
     }
