@@ -8,8 +8,11 @@
  * - setpoint gateway: `setpoint gateway` as its own process, following an in-process
  *   apiserver that holds an Ingress → Service → EndpointSlice of the backends;
  * - nginx: Debian's nginx as the same reverse proxy (an upstream of the same
- *   backends, round-robin, keep-alive to them, the same X-Forwarded-* headers).
- * Both proxies run one process (nginx: worker_processes 1) with access logs off,
+ *   backends, round-robin, keep-alive to them, the same X-Forwarded-* headers);
+ * - node proxy: the same reverse proxy in a few lines of Node's `http` and nothing
+ *   else (bench/lib/node-proxy.mjs): the ceiling any gateway built on Node's HTTP
+ *   stack can reach here, measured in the same run.
+ * The proxies run one process each (nginx: worker_processes 1) with access logs off,
  * on a 2-core machine shared with the backends and the load generator.
  *
  * Two loads from autocannon, each in a process of its own, 50 connections:
@@ -49,6 +52,7 @@ const CONNECTIONS = 50;
 const BIN = new URL("../bin/setpoint.mjs", import.meta.url).pathname;
 const HELLO = new URL("../images/hello/server.mjs", import.meta.url).pathname;
 const LOAD = new URL("./lib/autocannon-child.ts", import.meta.url).pathname;
+const NODE_PROXY = new URL("./lib/node-proxy.mjs", import.meta.url).pathname;
 const HOST = "hello.bench.local";
 const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
 const PORT = 8080;
@@ -198,6 +202,29 @@ async function startGateway(kubeconfig: string, dataDir: string): Promise<Target
   return { name: "setpoint gateway", url, pid: child.pid as number };
 }
 
+async function startNodeProxy(): Promise<Target> {
+  const child = start(process.execPath, [
+    NODE_PROXY,
+    ...Array.from({ length: BACKENDS }, (_, i) => `${backendIp(i)}:${PORT}`),
+  ]);
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  const deadline = Date.now() + 30_000;
+  let addr: string | undefined;
+  while (!addr) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      throw new Error(`the node proxy did not start:\n${out}`);
+    }
+    addr = /listening on (\S+)/.exec(out)?.[1];
+    await sleep(50);
+  }
+  const url = `http://${addr}/`;
+  await until200(url, "the node proxy");
+  return { name: "node proxy", url, pid: child.pid as number };
+}
+
 function nginxConf(dir: string, port: number): string {
   const servers = Array.from(
     { length: BACKENDS },
@@ -326,6 +353,7 @@ try {
     { name: "direct", url: `http://${backendIp(0)}:${PORT}/`, pid: first },
     await startGateway(env.kubeconfigPath, join(dir, "gateway")),
   ];
+  targets.push(await startNodeProxy());
   if (NGINX) targets.push(await startNginx(join(dir, "nginx")));
   else {
     console.log(
@@ -365,6 +393,7 @@ try {
   const gw = saturated.get("setpoint gateway") as Load;
   const direct = saturated.get("direct") as Load;
   const ngx = saturated.get("nginx");
+  const nodeProxy = saturated.get("node proxy") as Load;
   const gwFixed = fixed.get("setpoint gateway") as Load;
   const directFixed = fixed.get("direct") as Load;
   const ngxFixed = fixed.get("nginx");
@@ -386,9 +415,38 @@ try {
     metric: `req/s, ${CONNECTIONS} connections`,
     value: gw.rps,
     unit: "req/s",
+    baseline: nodeProxy.rps,
+    baselineLabel: "node proxy",
+    better: "higher",
+  });
+  if (ngx) {
+    rows.push({
+      backend: "node proxy (the ceiling)",
+      metric: `req/s, ${CONNECTIONS} connections`,
+      value: nodeProxy.rps,
+      unit: "req/s",
+      baseline: ngx.rps,
+      baselineLabel: "nginx",
+      better: "higher",
+    });
+  }
+  rows.push({
+    backend: "setpoint gateway",
+    metric: `req/s, ${CONNECTIONS} connections`,
+    value: gw.rps,
+    unit: "req/s",
     baseline: direct.rps,
     baselineLabel: "direct",
     better: "higher",
+  });
+  rows.push({
+    backend: "setpoint gateway",
+    metric: "CPU per 1000 answers",
+    value: cpuPerK.get("setpoint gateway") as number,
+    unit: "ms",
+    baseline: cpuPerK.get("node proxy") as number,
+    baselineLabel: "node proxy",
+    better: "lower",
   });
   if (ngx) {
     rows.push({
