@@ -21,6 +21,9 @@
  *   (proxy-process.ts), which outlives the agent as Pods do, serves it.
  * - Stopping the agent leaves its Pods and its service proxy running (unless
  *   asked to stop the Pods, which stops the proxy too).
+ * - In the isolated mode (sandbox/, `isolation: "namespaces"`) each Pod gets a
+ *   network namespace and an address in 10.N.0.0/16; its sandbox is in its record,
+ *   found again after a restart, and removed once its processes are gone.
  */
 import { createServer, type Server } from "node:http";
 import type { Server as HttpsServer } from "node:https";
@@ -45,7 +48,7 @@ import {
   nodeStatus,
   runLease,
 } from "./node/index.ts";
-import { PodAddresses } from "./pod-addresses.ts";
+import { DEFAULT_POD_RANGE, PodAddresses } from "./pod-addresses.ts";
 import {
   Backoff,
   Cgroups,
@@ -59,6 +62,7 @@ import {
   type VolumeSources,
 } from "./pods/index.ts";
 import { ProxyProcess } from "./proxy-process.ts";
+import { ISOLATED_POD_NET, Isolation, type IsolationMode } from "./sandbox/index.ts";
 import { type AgentStateData, emptyState, StateFile, type StoredToken } from "./state/index.ts";
 
 /** How often the Node's status is compared with the server's (and written when it differs). */
@@ -128,6 +132,15 @@ export interface AgentOptions {
   volumeSyncMs?: number;
   /** The clock that decides when a projected token is renewed (ms; tests move it on). */
   clock?: () => number;
+  /**
+   * "namespaces": each Pod in a network namespace of its own (addresses 10.N.x.y)
+   * and each container in a mount namespace with its volumes at their mountPaths
+   * (root on Linux; the constructor throws IsolationUnavailableError elsewhere).
+   * Default "none".
+   */
+  isolation?: IsolationMode;
+  /** The Services' cluster IP range the isolated Pods route to the host (default 127.100.0.0/16). */
+  serviceClusterIPRange?: string;
 }
 
 type TokenProjection = {
@@ -201,11 +214,17 @@ export class Agent {
   statusWrites = 0;
   /** Containers' cgroups: whether (and how) memory and CPU limits are enforced. */
   readonly cgroups: Cgroups;
+  /** The isolated mode's sandboxes, when it is on. */
+  readonly isolation: Isolation | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger ?? NOOP;
     this.images = new ImageStore(opts.imageDir ?? join(opts.dataDir, "images"));
-    this.addresses = new PodAddresses(opts.podRange);
+    this.isolation =
+      opts.isolation === "namespaces"
+        ? Isolation.open(opts.podRange ?? DEFAULT_POD_RANGE, opts.serviceClusterIPRange)
+        : undefined;
+    this.addresses = new PodAddresses(opts.podRange, this.isolation ? ISOLATED_POD_NET : undefined);
     this.restartBackoff = new Backoff(opts.restartBackoff);
     this.cgroups = new Cgroups({ root: opts.cgroupRoot, nodeName: opts.nodeName });
     const loaded = StateFile.load(join(opts.dataDir, "state.json"));
@@ -416,6 +435,7 @@ export class Agent {
       node,
       dataDir: this.opts.dataDir,
       cgroups: this.cgroups,
+      ...(this.isolation ? { isolation: this.isolation } : {}),
       restartBackoff: this.restartBackoff,
       pullBackoff: this.pullBackoff,
       onChange: (rec) => this.changed(rec.uid),
@@ -455,6 +475,17 @@ export class Agent {
       this.log.info({ cgroup: limits.version }, `resource limits are enforced: ${limits.detail}`);
     } else {
       this.log.warn({}, `resource limits are not enforced: ${limits.detail}`);
+    }
+    if (this.isolation) {
+      // The bridge before any Pod; sandboxes no Pod on disk owns are removed.
+      await this.isolation.start();
+      const keep = new Set<string>();
+      for (const r of Object.values(this.state.pods)) if (r.sandbox) keep.add(r.sandbox.netns);
+      const swept = await this.isolation.sweep(keep);
+      this.log.info(
+        { bridge: this.isolation.network.bridge, pods: this.isolation.network.cidr, swept },
+        "pods are isolated in network and mount namespaces",
+      );
     }
     // Services first: a container restarted from disk gets its Service variables.
     // The proxy process is adopted if it runs, else started on the table on disk.
@@ -649,6 +680,7 @@ export class Agent {
       if (!worker) return;
       if (!worker.record.stopped) await worker.terminate();
       this.execSessions.stopPod(uid);
+      await this.removeSandbox(worker.record);
       if (deleteObject && this.informer.getByKey(keyOf(worker.record.pod))) {
         await this.writing.get(uid);
         await this.writeStatus(uid);
@@ -659,6 +691,22 @@ export class Agent {
     })().finally(() => this.finishing.delete(uid));
     this.finishing.set(uid, p);
     return p;
+  }
+
+  /** Removes a stopped Pod's sandbox (isolated mode); its mount points stay while another Pod uses them. */
+  private async removeSandbox(record: PodRecord): Promise<void> {
+    const sandbox = record.sandbox;
+    if (!this.isolation || !sandbox || !record.stopped) return;
+    const others = [...this.workers.values()]
+      .filter((w) => w.record !== record && w.record.sandbox)
+      .map((w) => w.record.sandbox as NonNullable<PodRecord["sandbox"]>);
+    try {
+      await this.isolation.remove(sandbox, others);
+      record.sandbox = undefined;
+      this.stateFile.schedule();
+    } catch (err) {
+      this.log.warn({ err: String(err), pod: record.uid }, "could not remove the pod's sandbox");
+    }
   }
 
   private forget(uid: string): void {
@@ -864,6 +912,8 @@ export class Agent {
       w.close();
     }
     if (opts.stopPods) {
+      for (const w of this.workers.values()) await this.removeSandbox(w.record);
+      await this.isolation?.stop();
       this.state.pods = {};
       this.cgroups.sweep(new Set());
       this.cgroups.removeParents();

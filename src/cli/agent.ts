@@ -15,6 +15,14 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Client, KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { Agent, DEFAULT_POD_RANGE } from "../agent/index.ts";
+import {
+  DEFAULT_CLUSTER_IP_RANGE,
+  ISOLATED_POD_NET,
+  ISOLATION_MODES,
+  type IsolationMode,
+  IsolationUnavailableError,
+  parseCidr,
+} from "../agent/sandbox/index.ts";
 import { DEFAULT_SIMULATED_RUN_MS, Simulator } from "../agent/simulate/index.ts";
 import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
 import { parseDuration } from "./controller-manager.ts";
@@ -44,6 +52,12 @@ Flags:
                              (default: the kubeconfig's certificate-authority)
   --stop-pods-on-exit        stop every Pod when the agent exits (default: leave them running)
   --no-service-proxy         do not serve Services' cluster IPs and node ports on this machine
+  --isolation MODE           none (default), or namespaces: each Pod in a network namespace of its
+                             own (addresses 10.N.x.y behind the bridge spbrN) and each container in
+                             a mount namespace with its volumes at their mountPaths (root on Linux)
+  --service-cluster-ip-range CIDR
+                             the Services' cluster IPs, routed from isolated Pods to this host's
+                             service proxy (default ${DEFAULT_CLUSTER_IP_RANGE}, the apiserver's default)
 
 Simulated nodes (no processes; for tests and benchmarks):
   --simulate N               run N simulated nodes named PREFIX0..PREFIX{N-1} instead of a real one
@@ -87,6 +101,8 @@ async function run(argv: string[]): Promise<number> {
       heartbeat: { type: "string" },
       "run-time": { type: "string" },
       "no-service-proxy": { type: "boolean", default: false },
+      isolation: { type: "string", default: "none" },
+      "service-cluster-ip-range": { type: "string" },
       // Internal (setpoint up): exit when this process is no longer the parent.
       "parent-pid": { type: "string" },
       ...LOG_OPTIONS,
@@ -105,6 +121,18 @@ async function run(argv: string[]): Promise<number> {
       `--pod-range must be 1 to 254, got ${JSON.stringify(values["pod-range"])}`,
     );
   }
+  const isolation = values.isolation as IsolationMode;
+  if (!ISOLATION_MODES.includes(isolation)) {
+    throw new UsageError(
+      `--isolation must be one of ${ISOLATION_MODES.join(", ")}, got ${JSON.stringify(values.isolation)}`,
+    );
+  }
+  const clusterIPRange = values["service-cluster-ip-range"];
+  if (clusterIPRange !== undefined && !parseCidr(clusterIPRange)?.bits) {
+    throw new UsageError(
+      `--service-cluster-ip-range must be an IPv4 CIDR such as ${DEFAULT_CLUSTER_IP_RANGE}, got ${JSON.stringify(clusterIPRange)}`,
+    );
+  }
   const nodeName = values["node-name"] ?? defaultNodeName();
   const listen = parseListen(values.listen);
   const secure = parseListen(values["secure-listen"]);
@@ -119,26 +147,45 @@ async function run(argv: string[]): Promise<number> {
   }
   const { logger } = createCliLogger(values);
   const dataDir = resolve(values["data-dir"]);
-  const instance = new Agent({
-    client: new Client({
-      ...restConfig,
-      userAgent: `setpoint-agent/${nodeName}`,
-    }),
-    nodeName,
-    dataDir,
-    imageDir: values["image-dir"] ? resolve(values["image-dir"]) : undefined,
-    podRange: range,
-    listenHost: listen.host,
-    listenPort: listen.port,
-    secureListenHost: secure.host,
-    secureListenPort: secure.port,
-    ...(clientCa ? { clientCa } : {}),
-    logger,
-    serviceProxy: !values["no-service-proxy"],
-  });
+  const refuse = (err: unknown) => {
+    process.stderr.write(`setpoint agent: --isolation=${isolation}: ${(err as Error).message}\n`);
+    return 1;
+  };
+  let instance: Agent;
+  try {
+    instance = newAgent();
+  } catch (err) {
+    if (err instanceof IsolationUnavailableError) return refuse(err);
+    throw err;
+  }
+  function newAgent(): Agent {
+    return new Agent({
+      client: new Client({
+        ...restConfig,
+        userAgent: `setpoint-agent/${nodeName}`,
+      }),
+      nodeName,
+      dataDir,
+      imageDir: values["image-dir"] ? resolve(values["image-dir"]) : undefined,
+      podRange: range,
+      listenHost: listen.host,
+      listenPort: listen.port,
+      secureListenHost: secure.host,
+      secureListenPort: secure.port,
+      ...(clientCa ? { clientCa } : {}),
+      logger,
+      serviceProxy: !values["no-service-proxy"],
+      isolation,
+      ...(clusterIPRange ? { serviceClusterIPRange: clusterIPRange } : {}),
+    });
+  }
   try {
     await instance.start();
   } catch (err) {
+    if (err instanceof IsolationUnavailableError) {
+      await instance.stop();
+      return refuse(err);
+    }
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
       process.stderr.write(
         `setpoint agent: ${(err as Error).message}; serve on another address with --secure-listen HOST:PORT (or --listen)\n`,
@@ -149,7 +196,7 @@ async function run(argv: string[]): Promise<number> {
     throw err;
   }
   process.stdout.write(
-    `agent ${nodeName} running ${instance.workers.size} pods from ${dataDir}; endpoint http://${listen.host}:${instance.port} and secure endpoint https://${secure.host}:${instance.securePort} (pods 127.${range}.x.y) against ${restConfig.server}\n`,
+    `agent ${nodeName} running ${instance.workers.size} pods from ${dataDir}; endpoint http://${listen.host}:${instance.port} and secure endpoint https://${secure.host}:${instance.securePort} (pods ${instance.isolation ? `${ISOLATED_POD_NET}.${range}.x.y in their own namespaces` : `127.${range}.x.y`}) against ${restConfig.server}\n`,
   );
   await untilSignal(logger, values["parent-pid"], values["stop-pods-on-exit"]);
   await instance.stop({ stopPods: values["stop-pods-on-exit"] });

@@ -21,6 +21,8 @@ export interface AgentProcessOptions {
   imageDir: string;
   /** The second octet of the Pods' addresses (127.RANGE.x.y). */
   range: number;
+  /** More flags (e.g. --isolation=namespaces). */
+  args?: string[];
 }
 
 /** Starts `setpoint agent` and resolves once it prints its endpoint. */
@@ -44,6 +46,7 @@ export async function startAgentProcess(opts: AgentProcessOptions): Promise<Agen
       "127.0.0.1:0",
       "--log-format",
       "json",
+      ...(opts.args ?? []),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -92,8 +95,8 @@ export async function agentPods(endpoint: string): Promise<PodSummary[]> {
   return ((await res.json()) as PodSummary[]).sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Pids of the live processes whose environment says they are Pods of `range`. */
-export function podProcesses(range: number): number[] {
+/** Pids of the live processes whose environment says they are Pods of `range` (first octet `first`, 127 by default). */
+export function podProcesses(range: number, first = 127): number[] {
   const out: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -102,7 +105,7 @@ export function podProcesses(range: number): number[] {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
       const vars = env.split("\0");
-      if (state !== "Z" && vars.some((v) => v.startsWith(`SETPOINT_POD_IP=127.${range}.`))) {
+      if (state !== "Z" && vars.some((v) => v.startsWith(`SETPOINT_POD_IP=${first}.${range}.`))) {
         out.push(Number(name));
       }
     } catch {}
@@ -111,8 +114,8 @@ export function podProcesses(range: number): number[] {
 }
 
 /** SIGKILLs the process groups of whatever Pods of `range` are left. */
-export function killPodProcesses(range: number): void {
-  for (const pid of podProcesses(range)) {
+export function killPodProcesses(range: number, first = 127): void {
+  for (const pid of podProcesses(range, first)) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {}

@@ -18,12 +18,18 @@
  *
  * A command still running when its connection ends is killed (its whole group),
  * and so is every command of a Pod that stops (ExecSessions.stopPod).
+ *
+ * In the isolated mode the command runs in the container's network and mount
+ * namespaces: the context's `prefix` (nsenter) goes before it, or before
+ * `script`; the command is looked up first, so a missing one is reported as
+ * with the default mode.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Duplex } from "node:stream";
 import type { WebSocket } from "ws";
+import { resolveCommand } from "../pods/index.ts";
 
 export const STDIN = 0;
 export const STDOUT = 1;
@@ -38,14 +44,20 @@ export const EXEC_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 /** Sends queued on a connection beyond which a command's output is paused. */
 const MAX_PENDING_SENDS = 32;
 
-export interface ExecSpec {
+/** Where a command runs: the container's environment and working directory, and (isolated mode) how to enter its namespaces. */
+export interface ExecContext {
+  env: Record<string, string>;
+  cwd: string;
+  /** An argv prefix that runs the command in the container's namespaces. */
+  prefix?: string[];
+}
+
+export interface ExecSpec extends ExecContext {
   argv: string[];
   stdin: boolean;
   stdout: boolean;
   stderr: boolean;
   tty: boolean;
-  env: Record<string, string>;
-  cwd: string;
 }
 
 /** The commands running for `kubectl exec`, by Pod uid, and the endpoint's upgraded connections. */
@@ -167,10 +179,20 @@ export function runExec(ws: WebSocket, spec: ExecSpec, sessions: ExecSessions, u
 
   let child: ChildProcess;
   const stdio = (wanted: boolean) => (wanted ? "pipe" : "ignore");
+  const prefix = spec.prefix ?? [];
+  if (prefix.length && !spec.tty && !resolveCommand(spec.argv[0] ?? "", spec.env, spec.cwd)) {
+    finish(
+      internalError(
+        `exec: ${JSON.stringify(spec.argv[0] ?? "")}: executable file not found in $PATH`,
+      ),
+    );
+    return;
+  }
   try {
     if (spec.tty) {
       const command = spec.argv.map(shellQuote).join(" ");
-      child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], {
+      const [cmd, ...args] = [...prefix, "script", "-q", "-e", "-c", command, "/dev/null"];
+      child = spawn(cmd, args, {
         cwd: spec.cwd,
         env: spec.env,
         detached: true,
@@ -178,7 +200,7 @@ export function runExec(ws: WebSocket, spec: ExecSpec, sessions: ExecSessions, u
         stdio: ["pipe", stdio(spec.stdout), "ignore"],
       });
     } else {
-      const [cmd, ...args] = spec.argv;
+      const [cmd, ...args] = [...prefix, ...spec.argv];
       child = spawn(cmd ?? "", args, {
         cwd: spec.cwd,
         env: spec.env,

@@ -13,7 +13,7 @@ import type { Duplex } from "node:stream";
 import type { ContainerRecord, PodRecord } from "../pods/index.ts";
 import { checkCaller } from "./authenticate.ts";
 import { LogRequestError, logOptions, serveContainerLog } from "./container-logs.ts";
-import type { ExecSessions } from "./exec.ts";
+import type { ExecContext, ExecSessions } from "./exec.ts";
 import type { ServingCert } from "./serving-cert.ts";
 import { serveUpgrade } from "./upgrade.ts";
 
@@ -25,10 +25,7 @@ export interface EndpointOptions {
   /** The Pod record of namespace/name on this node, if it runs here. */
   pod(namespace: string, name: string): PodRecord | undefined;
   /** The environment and working directory of a running container of the Pod `uid`. */
-  execContext(
-    uid: string,
-    container: string,
-  ): { env: Record<string, string>; cwd: string } | undefined;
+  execContext(uid: string, container: string): ExecContext | undefined;
   /** The commands running for `kubectl exec`. */
   sessions: ExecSessions;
 }

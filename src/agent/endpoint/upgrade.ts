@@ -15,16 +15,19 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type { PodRecord } from "../pods/index.ts";
 import { checkCaller } from "./authenticate.ts";
-import { EXEC_PROTOCOLS, type ExecSessions, type ExecSpec, runExec } from "./exec.ts";
+import {
+  EXEC_PROTOCOLS,
+  type ExecContext,
+  type ExecSessions,
+  type ExecSpec,
+  runExec,
+} from "./exec.ts";
 
 /** What upgrades need of the endpoint's options (server.ts's EndpointOptions). */
 export interface UpgradeOptions {
   clientCa: string | undefined;
   pod(namespace: string, name: string): PodRecord | undefined;
-  execContext(
-    uid: string,
-    container: string,
-  ): { env: Record<string, string>; cwd: string } | undefined;
+  execContext(uid: string, container: string): ExecContext | undefined;
   sessions: ExecSessions;
 }
 

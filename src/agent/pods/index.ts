@@ -33,10 +33,12 @@ export {
 } from "./logs.ts";
 export { PROBE_DEFAULTS } from "./probes.ts";
 export { groupExists, isAlive, processStartTicks } from "./proc.ts";
+export { resolveCommand } from "./process-runner.ts";
 export type { ContainerRecord, PodRecord, RunningProcess, TerminatedRun } from "./record.ts";
 export { rfc3339 } from "./record.ts";
 export { podPhase, podStatus } from "./status.ts";
 export {
+  containerMounts,
   containerRoot,
   DEFAULT_FILE_MODE,
   mountEnv,

@@ -37,7 +37,14 @@ function resolvePort(port: string | number | undefined, container: Container): n
 /** Runs a probe once. */
 export function probeOnce(
   probe: Probe,
-  ctx: { podIP: string; container: Container; env: Record<string, string>; cwd: string },
+  ctx: {
+    podIP: string;
+    container: Container;
+    env: Record<string, string>;
+    cwd: string;
+    /** Runs an exec probe's command in the container's namespaces (the isolated mode). */
+    prefix?: string[];
+  },
 ): Promise<ProbeOutcome> {
   const timeoutMs = (probe.timeoutSeconds ?? PROBE_DEFAULTS.timeoutSeconds) * 1000;
   if (probe.httpGet) {
@@ -92,7 +99,7 @@ export function probeOnce(
     });
   }
   if (probe.exec) {
-    const [cmd, ...args] = probe.exec.command ?? [];
+    const [cmd, ...args] = [...(ctx.prefix ?? []), ...(probe.exec.command ?? [])];
     return new Promise((done) => {
       let out = "";
       const child = spawn(cmd ?? "", args, {

@@ -36,6 +36,12 @@ export interface SpawnSpec {
   imageID: string;
   /** The container's cgroup: its id and the `cgroup.procs` files the process joins before it execs. */
   cgroup?: { id: string; procs: string[] };
+  /**
+   * Puts the program (its resolved path and arguments) in the Pod's sandbox
+   * (the isolated mode: namespaces entered, volumes mounted, then exec); run
+   * inside the cgroup wrapper.
+   */
+  wrap?: (argv: string[]) => string[];
 }
 
 /** The executable `cmd` names (looked up in the environment's PATH), or undefined. */
@@ -73,10 +79,11 @@ export type SpawnResult =
 export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
   let [cmd, ...args] = spec.argv;
   const shown = cmd;
-  if (spec.cgroup) {
-    // Through a shell that joins the cgroup and execs: the program runs limited from its
-    // first instruction. The program is looked up first, so a missing one is still a
-    // start error rather than the shell's exit.
+  if (spec.cgroup || spec.wrap) {
+    // Through a shell that joins the cgroup and execs (and the sandbox's wrapper, which
+    // execs too): the program runs limited and isolated from its first instruction. The
+    // program is looked up first, so a missing one is still a start error rather than
+    // the shell's exit.
     const file = resolveCommand(cmd, spec.env, spec.cwd);
     if (!file) {
       return Promise.resolve({
@@ -84,7 +91,8 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
         message: `exec: "${cmd}": executable file not found in $PATH`,
       });
     }
-    [cmd, ...args] = cgroupWrapper(spec.cgroup.procs, [file, ...args]);
+    const argv = spec.wrap ? spec.wrap([file, ...args]) : [file, ...args];
+    [cmd, ...args] = spec.cgroup ? cgroupWrapper(spec.cgroup.procs, argv) : argv;
   }
   const fd = openLog(spec.logPath);
   return new Promise((done) => {

@@ -6,7 +6,9 @@
  * computed from this (status.ts); the records of all Pods are the agent's state
  * file (../state/).
  */
+
 import type { Pod } from "@setpoint/api";
+import type { PodSandbox } from "../sandbox/index.ts";
 import type { ProcessIdentity } from "./proc.ts";
 
 /** How a run of a container ended (a ContainerStateTerminated). */
@@ -63,6 +65,8 @@ export interface PodRecord {
   terminating?: { since: string; gracePeriodSeconds: number };
   /** Every process stopped after terminating: the Pod object can go. */
   stopped?: boolean;
+  /** The Pod's sandbox in the isolated mode (its network namespace, veth and mount points). */
+  sandbox?: PodSandbox;
 }
 
 export function newContainerRecord(name: string): ContainerRecord {

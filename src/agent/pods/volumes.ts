@@ -24,6 +24,7 @@
 import { existsSync, lstatSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import type { Container, Pod } from "@setpoint/api";
+import type { BindMount } from "../sandbox/index.ts";
 import { type PayloadFile, validPayloadPath, writePayload } from "./atomic-writer.ts";
 import { type EnvSources, fieldValue, type NodeResources, resourceValue } from "./env.ts";
 
@@ -265,6 +266,32 @@ function linkMounts(pod: Pod, c: Container, podDir: string): void {
       // A mountPath inside another mount: the process finds it by its variable.
     }
   }
+}
+
+/** A container's volume mounts as bind mounts at their mountPaths (the isolated mode), parents first. */
+export function containerMounts(
+  pod: Pod,
+  c: Container,
+  podDir: string,
+  env?: Record<string, string>,
+): BindMount[] {
+  const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
+  const out: BindMount[] = [];
+  for (const m of c.volumeMounts ?? []) {
+    const v = volumes.get(m.name);
+    if (!v || !m.mountPath.startsWith("/")) continue;
+    const source = mountSource(podDir, m, env);
+    if (!source) continue;
+    if ((m.subPath || m.subPathExpr) && !existsSync(source)) {
+      mkdirSync(source, { recursive: true, mode: 0o777 });
+    }
+    out.push({
+      source,
+      target: normalize(m.mountPath),
+      readOnly: !!m.readOnly || isProjectedKind(v),
+    });
+  }
+  return out.sort((a, b) => a.target.split("/").length - b.target.split("/").length);
 }
 
 /** `SETPOINT_VOLUME_<NAME>` of a mount named `name`. */

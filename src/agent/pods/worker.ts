@@ -23,6 +23,7 @@ import { existsSync, readlinkSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Container, Pod, Probe } from "@setpoint/api";
 import type { ImageStore, StoredImage } from "../images/index.ts";
+import type { Isolation } from "../sandbox/index.ts";
 import { type Backoff, goDuration } from "./backoff.ts";
 import { type Cgroups, containerLimits } from "./cgroups.ts";
 import { containerEnv, EnvConfigError, expandVars, type NodeResources } from "./env.ts";
@@ -37,7 +38,13 @@ import {
   type RunningProcess,
   rfc3339,
 } from "./record.ts";
-import { mountEnv, setUpVolumes, type VolumeSources, volumesDir } from "./volumes.ts";
+import {
+  containerMounts,
+  mountEnv,
+  setUpVolumes,
+  type VolumeSources,
+  volumesDir,
+} from "./volumes.ts";
 
 /** Retry of a container whose environment could not be made (a ConfigMap not there yet). */
 export const CONFIG_ERROR_RETRY_MS = 5_000;
@@ -55,6 +62,8 @@ export interface WorkerDeps {
   dataDir: string;
   /** Containers' cgroups (memory and CPU limits); absent or not enforced: limits are not applied. */
   cgroups?: Cgroups;
+  /** The isolated mode: each Pod in its own network namespace, each container in its own mount namespace. */
+  isolation?: Isolation;
   /** Crash-loop and image pull back-off (shared by the agent's workers). */
   restartBackoff: Backoff;
   pullBackoff: Backoff;
@@ -95,6 +104,8 @@ export class PodWorker {
   private closed = false;
   /** The last FailedMount message (an event is sent when it changes). */
   private mountProblem: string | undefined;
+  /** The last FailedCreatePodSandBox message (isolated mode). */
+  private sandboxProblem: string | undefined;
 
   constructor(
     readonly record: PodRecord,
@@ -390,6 +401,8 @@ export class PodWorker {
       c.name,
       restartCount,
     );
+    const wrap = await this.sandboxFor(rec, c, env);
+    if (wrap === false || this.closed || this.record.terminating) return;
     const cgroup = argv.length === 0 ? undefined : this.makeCgroup(c, restartCount);
     const result =
       argv.length === 0
@@ -402,6 +415,7 @@ export class PodWorker {
             image,
             imageID: stored.digest,
             ...(cgroup ? { cgroup } : {}),
+            ...(wrap ? { wrap } : {}),
           });
     rec.restartCount = restartCount;
     if (!result.ok) {
@@ -445,6 +459,48 @@ export class PodWorker {
     this.event("Normal", "Started", `Started container ${c.name}`);
     this.startProbes(rec, c, false);
     this.changed();
+  }
+
+  /**
+   * In the isolated mode: the Pod's sandbox made (or made again, when it went
+   * missing) and the container's mount points ready; returns how its program is
+   * started in them. False while the sandbox cannot be made (the container waits
+   * as ContainerCreating, with a FailedCreatePodSandBox event, and is retried).
+   */
+  private async sandboxFor(
+    rec: ContainerRecord,
+    c: Container,
+    env: Record<string, string>,
+  ): Promise<((argv: string[]) => string[]) | undefined | false> {
+    const isolation = this.deps.isolation;
+    if (!isolation) return undefined;
+    try {
+      const before = this.record.sandbox;
+      let sandbox = await isolation.ensure(this.record.uid, this.record.podIP, before);
+      const mounts = containerMounts(this.pod, c, this.podDir, env);
+      sandbox = isolation.prepareMounts(sandbox, mounts);
+      this.sandboxProblem = undefined;
+      if (sandbox !== before) {
+        this.record.sandbox = sandbox;
+        this.changed();
+      }
+      return (argv) => isolation.wrap(sandbox, mounts, argv);
+    } catch (err) {
+      const message = `Failed to create pod sandbox: ${(err as Error).message}`;
+      if (rec.waiting?.reason !== "ContainerCreating" || this.sandboxProblem !== message) {
+        this.sandboxProblem = message;
+        rec.waiting = { reason: "ContainerCreating" };
+        this.event("Warning", "FailedCreatePodSandBox", message);
+        this.changed();
+      }
+      this.syncAt(Date.now() + CONFIG_ERROR_RETRY_MS);
+      return false;
+    }
+  }
+
+  /** The argv prefix that runs a command in the namespaces of the running process `pid` (isolated mode). */
+  private enterPrefix(pid: number, cwd: string | undefined): string[] | undefined {
+    return this.deps.isolation?.enter(pid, cwd, []);
   }
 
   /** A cgroup with the container's limits, when it declares some and the node enforces them. */
@@ -582,6 +638,7 @@ export class PodWorker {
         container: c,
         env: l.env ?? {},
         cwd: l.cwd ?? process.cwd(),
+        prefix: this.enterPrefix(proc.pid, l.cwd),
       });
     const startRest = () => {
       if (c.readinessProbe) {
@@ -660,7 +717,9 @@ export class PodWorker {
    * container's environment and working directory (an adopted process's, read from
    * /proc, when this agent did not start it); undefined when it does not run.
    */
-  execContext(container: string): { env: Record<string, string>; cwd: string } | undefined {
+  execContext(
+    container: string,
+  ): { env: Record<string, string>; cwd: string; prefix?: string[] } | undefined {
     const rec = [...this.record.initContainers, ...this.record.containers].find(
       (r) => r.name === container,
     );
@@ -675,7 +734,8 @@ export class PodWorker {
         cwd = process.cwd();
       }
     }
-    return { env: l?.env ?? {}, cwd };
+    const prefix = this.enterPrefix(proc.pid, cwd);
+    return { env: l?.env ?? {}, cwd, ...(prefix ? { prefix } : {}) };
   }
 
   rotateLogs(): void {
@@ -735,6 +795,7 @@ export class PodWorker {
                 container: c,
                 env: l.env ?? {},
                 cwd: l.cwd ?? process.cwd(),
+                prefix: this.enterPrefix(proc.pid, l.cwd),
               });
             }
           }
