@@ -123,6 +123,19 @@ async function exec(pod: string, container: string, script: string): Promise<str
   return kubectl!.ok(["exec", pod, "-c", container, "--", "sh", "-c", script]);
 }
 
+/** Runs `kubectl exec ARGS` until it succeeds; its output. */
+function execSucceeds(what: string, args: string[]): Promise<string> {
+  return eventually(
+    what,
+    async () => {
+      const r = await kubectl!.run(["exec", ...args]);
+      return r.code === 0 && r.stdout;
+    },
+    30_000,
+    250,
+  );
+}
+
 function netnsInode(pod: Pod): number {
   return statSync(`/run/netns/setpoint-${RANGE}-${pod.metadata.uid}`).ino;
 }
@@ -232,15 +245,15 @@ describe.skipIf(skip !== undefined)("isolated mode", () => {
     const ip = svc.spec?.clusterIP ?? "";
     expect(ip).toMatch(/^127\.100\./);
     const script = `node -e 'fetch("http://${ip}:80/").then(r => r.text()).then(t => process.stdout.write(t))'`;
-    const answer = await eventually(
-      "the cluster IP answering inside web-b",
-      async () => {
-        const r = await kubectl!.run(["exec", "web-b", "-c", "side", "--", "sh", "-c", script]);
-        return r.code === 0 && r.stdout;
-      },
-      30_000,
-      250,
-    );
+    const answer = await execSucceeds("the cluster IP answering inside web-b", [
+      "web-b",
+      "-c",
+      "side",
+      "--",
+      "sh",
+      "-c",
+      script,
+    ]);
     expect(answer).toBe("web-a hello-isolated");
   }, 60_000);
 
@@ -259,15 +272,12 @@ describe.skipIf(skip !== undefined)("isolated mode", () => {
     );
     expect(netnsInode(a)).toBe(inode);
     expect(await httpText(`http://${a.status?.podIP}:8080/`)).toBe("web-a hello-isolated");
-    const inside = await eventually(
-      "exec through the restarted agent",
-      async () => {
-        const r = await kubectl!.run(["exec", "web-a", "--", "cat", `${MOUNT}/greeting`]);
-        return r.code === 0 && r.stdout;
-      },
-      30_000,
-      250,
-    );
+    const inside = await execSucceeds("exec through the restarted agent", [
+      "web-a",
+      "--",
+      "cat",
+      `${MOUNT}/greeting`,
+    ]);
     expect(inside).toBe("hello-isolated");
   }, 90_000);
 
