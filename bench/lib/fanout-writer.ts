@@ -2,11 +2,12 @@
  * The writer of the fan-out benchmark, as its own process so that the offered load
  * keeps its pace however busy the process reading the watches is:
  *
- *   node --import tsx bench/lib/fanout-writer.ts <url> <collection path> <rate/s> <ms> <bytes> [ca file]
+ * It creates ConfigMaps named `f-<first + seq>-<µs>`, where µs is the wall-clock
+ * time the request was sent (microseconds since the epoch), at `rate` per second for
+ * `ms` milliseconds, then reports `{ sent, failed, seconds, ackedMicros }` over IPC
+ * and exits.
  *
- * It creates ConfigMaps named `f-<seq>-<µs>`, where µs is the wall-clock time the
- * request was sent (microseconds since the epoch), at `rate` per second for `ms`
- * milliseconds, then reports `{ sent, failed, seconds }` over IPC and exits.
+ *   node --import tsx bench/lib/fanout-writer.ts <url> <collection path> <rate/s> <ms> <bytes> <first> [ca file]
  */
 import { readFileSync } from "node:fs";
 import { HttpClient } from "./http-load.ts";
@@ -23,18 +24,18 @@ export interface WriterReport {
   sent: number;
   failed: number;
   seconds: number;
-  /** How long the creates took to be answered (ms): p50 and p99 of the successful ones. */
-  createMs: { p50: number; p99: number };
-}
-
-/** The p-th percentile (0..100) of sorted `values`, nearest-rank; NaN when empty. */
-function percentileOf(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  return values[Math.min(values.length - 1, Math.max(0, Math.ceil((p / 100) * values.length) - 1))];
+  /** How long each successful create took to be answered (ms). */
+  answeredMs: number[];
+  /**
+   * When each create's answer was read (µs since the epoch), by seq (0 for the first
+   * this writer sent); 0 for a create that failed.
+   */
+  ackedMicros: number[];
 }
 
 async function main(): Promise<void> {
-  const [url, path, rateText, msText, bytesText, caFile] = process.argv.slice(2);
+  const [url, path, rateText, msText, bytesText, firstText, caFile] = process.argv.slice(2);
+  const first = Number(firstText);
   const rate = Number(rateText);
   const ms = Number(msText);
   const bytes = Number(bytesText);
@@ -51,15 +52,19 @@ async function main(): Promise<void> {
   let sent = 0;
   let failed = 0;
   const answered: number[] = [];
+  const ackedMicros: number[] = [];
   const start = performance.now();
   while (performance.now() - start < ms) {
     const due = Math.floor(((performance.now() - start) / 1000) * rate);
     while (sent < due) {
       const t0 = performance.now();
+      const seq = sent++;
+      ackedMicros[seq] = 0;
       const p = client
-        .expect(201, "POST", path, body(`f-${sent++}-${epochMicros()}`))
+        .expect(201, "POST", path, body(`f-${first + seq}-${epochMicros()}`))
         .then(
           () => {
+            ackedMicros[seq] = epochMicros();
             answered.push(performance.now() - t0);
           },
           () => {
@@ -72,12 +77,12 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1));
   }
   await Promise.all(pending);
-  answered.sort((a, b) => a - b);
   const report: WriterReport = {
     sent,
     failed,
     seconds: (performance.now() - start) / 1000,
-    createMs: { p50: percentileOf(answered, 50), p99: percentileOf(answered, 99) },
+    answeredMs: answered,
+    ackedMicros,
   };
   client.close();
   process.send?.(report, () => process.exit(0));

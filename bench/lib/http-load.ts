@@ -92,7 +92,7 @@ const DASH = 0x2d;
 /**
  * One watch stream. Counts event lines (a JSON line holds no raw newline), and for
  * each event whose object is named `<prefix><seq>-<µs>` hands µs (the time the
- * writer sent the create, in microseconds since the epoch) to `onEvent`.
+ * writer sent the create, in microseconds since the epoch) and seq to `onEvent`.
  */
 export class CountingWatch {
   events = 0;
@@ -105,7 +105,7 @@ export class CountingWatch {
 
   constructor(
     namePrefix: string,
-    readonly onEvent: (sentMicros: number) => void,
+    readonly onEvent: (sentMicros: number, seq: number) => void,
   ) {
     this.#marker = Buffer.from(`"name":"${namePrefix}`);
   }
@@ -180,14 +180,15 @@ export class CountingWatch {
     const at = buf.indexOf(this.#marker, start);
     if (at < 0 || at >= nl) return;
     let i = at + this.#marker.length;
-    while (i < nl && buf[i] !== DASH) i++;
+    let seq = 0;
+    for (; i < nl && buf[i] !== DASH; i++) seq = seq * 10 + (buf[i] - 48);
     let micros = 0;
     for (i++; i < nl; i++) {
       const d = buf[i] - 48;
       if (d < 0 || d > 9) break;
       micros = micros * 10 + d;
     }
-    this.onEvent(micros);
+    this.onEvent(micros, seq);
   }
 
   close(): void {
