@@ -60,7 +60,7 @@ describe("watch cache flushes (unit)", () => {
           for (const ev of events) got.push(ev.rev);
           shared.get(key, () => {
             made++;
-            return events.map((e) => e.key).join(",");
+            return Buffer.from(events.map((e) => e.key).join(","));
           });
         },
         terminate() {},

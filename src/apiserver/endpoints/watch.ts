@@ -30,7 +30,13 @@ import {
   type SharedChunks,
 } from "../store/index.ts";
 import { tooLargeResourceVersion } from "../store/store-errors.ts";
-import { bytesChunks, ResponseStream, textChunks } from "../streaming/index.ts";
+import {
+  bytesChunks,
+  chunkedFrame,
+  ResponseStream,
+  textChunks,
+  writeChunk,
+} from "../streaming/index.ts";
 import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
 import { encodeProtobufWatchEvent } from "../wire/protobuf/index.ts";
 import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
@@ -284,16 +290,15 @@ class HttpWatcher implements CacheWatcher {
     }
     const shareKey = this.shareKey;
     if (shareKey !== undefined && this.#pending.length === 0 && this.#headersSent) {
-      // Watchers alike share one chunk: lines joined and encoded once per flush.
-      const chunk = shared.get(
-        from === 0 ? shareKey : `${shareKey}|${from}`,
-        () => this.#linesOf(events, from),
-        this.renderer.encoding,
-      );
-      if (chunk !== undefined) {
+      // Watchers alike share one chunk: lines joined, encoded and framed once per flush.
+      const frame = shared.get(from === 0 ? shareKey : `${shareKey}|${from}`, () => {
+        const text = this.#linesOf(events, from);
+        return text === null ? null : chunkedFrame(text, this.renderer.encoding);
+      });
+      if (frame !== undefined) {
         const last = events[events.length - 1].rev;
         if (last > this.#lastRev) this.#lastRev = last;
-        if (chunk !== null) this.#write(chunk);
+        if (frame !== null) this.#write(frame, true);
         return;
       }
     }
@@ -391,8 +396,11 @@ class HttpWatcher implements CacheWatcher {
     this.#write(chunk);
   }
 
-  /** Writes a chunk of output, unless the client stopped reading (then the watch is cut off). */
-  #write(chunk: string | Buffer): void {
+  /**
+   * Writes a chunk of output (`framed`: a frame made by chunkedFrame), unless the
+   * client stopped reading (then the watch is cut off).
+   */
+  #write(chunk: string | Buffer, framed = false): void {
     const res = this.scope.res;
     if (res.writableEnded || res.destroyed) {
       this.#pending = [];
@@ -409,6 +417,7 @@ class HttpWatcher implements CacheWatcher {
       return;
     }
     if (typeof chunk === "string") res.write(chunk, this.renderer.encoding);
+    else if (framed) writeChunk(res, chunk);
     else res.write(chunk);
   }
 

@@ -9,8 +9,11 @@
  * - response-stream.ts: writing chunks to one response with backpressure, the
  *   budget and the stall bound;
  * - turn-slicer.ts: production time per turn of the event loop, shared by all;
- * - chunker.ts: packing many small pieces (list items, watch lines) into chunks.
+ * - chunker.ts: packing many small pieces (list items, watch lines) into chunks;
+ * - chunked-frame.ts: an HTTP/1.1 chunk framed once and written as is to many
+ *   responses (a watch event's output, shared by the watchers alike).
  */
+export { chunkData, chunkedFrame, writeChunk } from "./chunked-frame.ts";
 export { type BytesPiece, bytesChunks, type Framing, textChunks } from "./chunker.ts";
 export { OutputBudget, type OutputBudgetStats } from "./output-budget.ts";
 export { ResponseStream, type StreamOptions, StreamStalledError } from "./response-stream.ts";

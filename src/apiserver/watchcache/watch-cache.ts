@@ -200,19 +200,13 @@ export class SharedChunks {
   /**
    * The chunk under `key`, made by `make` the first time: null when `make` has
    * nothing to send, undefined when it throws (each watcher then renders on its
-   * own, and reports the failure itself). `encoding`: how the text stands for its
-   * bytes (latin1 for binary frames held as text).
+   * own, and reports the failure itself).
    */
-  get(
-    key: string,
-    make: () => string | null,
-    encoding: BufferEncoding = "utf8",
-  ): Buffer | null | undefined {
+  get(key: string, make: () => Buffer | null): Buffer | null | undefined {
     let chunk = this.#chunks.get(key);
     if (chunk === undefined) {
       try {
-        const text = make();
-        chunk = text === null || text === "" ? null : Buffer.from(text, encoding);
+        chunk = make();
       } catch {
         chunk = false;
       }
