@@ -299,6 +299,12 @@ export interface NodeConnectSubresource {
   optionsKind: string;
   /** Where the connection goes; throws a StatusError to refuse (400 for a bad container). */
   locate(obj: KubeObject, query: URLSearchParams): NodeStreamLocation;
+  /**
+   * Whether a WebSocket offering `SPDY/3.1+<protocol>` subprotocols carries SPDY
+   * frames that go to the node as a SPDY upgrade (Kubernetes' tunneling handler,
+   * which kubectl's port-forward uses since 1.31).
+   */
+  spdyOverWebSocket?: boolean;
 }
 
 /** A request to a node's agent: its Node's name, the path and the query. */

@@ -10,21 +10,15 @@
  * endpoint refusing a caller without the apiserver's certificate.
  */
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { join } from "node:path";
 import type { Node, Pod } from "@setpoint/api";
-import { Client, loadKubeconfig } from "@setpoint/runtime";
+import { type Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Kubectl } from "../e2e/helpers/kubectl.ts";
-import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
-import {
-  type AgentProcess,
-  killPodProcesses,
-  startAgentProcess,
-  stopChild,
-} from "./agent-process.ts";
-import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
+import type { Kubectl } from "../e2e/helpers/kubectl.ts";
+import type { SetpointProcess } from "../e2e/helpers/setpoint.ts";
+import type { AgentProcess } from "./agent-process.ts";
+import { eventually } from "./helpers.ts";
+import { startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
 const RANGE = 89;
 const NODE = "exec-node";
@@ -83,22 +77,14 @@ function inTerminal(
 }
 
 beforeAll(async () => {
-  const dir = tempDir("setpoint-exec-");
-  const images = testImageStore(join(dir, "images"));
-  const tokens = join(dir, "tokens.csv");
-  writeFileSync(tokens, "runner-token,runner,uid-runner\n");
-  up = await startSetpoint(["--data-dir", join(dir, "up"), "--token-auth-file", tokens]);
-  agent = await startAgentProcess({
-    kubeconfig: up.kubeconfig,
+  ({ up, agent, client, kubectl } = await startUpWithAgent({
+    prefix: "setpoint-exec-",
     nodeName: NODE,
-    dataDir: join(dir, "agent"),
-    imageDir: images.root,
     range: RANGE,
-  });
-  client = new Client(loadKubeconfig({ path: up.kubeconfig }));
-  kubectl = new Kubectl(up.kubeconfig);
-  await client.create<Pod>(pod("one", [{ name: "main", cmd: "exec sleep 3600" }]));
-  await client.create<Pod>(
+    tokens: ["runner-token,runner,uid-runner"],
+  }));
+  await client!.create<Pod>(pod("one", [{ name: "main", cmd: "exec sleep 3600" }]));
+  await client!.create<Pod>(
     pod("two", [
       { name: "a", cmd: "exec sleep 3600" },
       { name: "b", cmd: "exec sleep 3600" },
@@ -114,12 +100,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await kubectl?.close();
-  client?.close();
-  if (agent) await stopChild(agent.child);
-  killPodProcesses(RANGE);
-  await up?.stop();
-  removeTempDirs();
+  await stopUpWithAgent({ up, agent, client, kubectl }, RANGE);
 });
 
 it("runs a command in the container and reports its exit code", async () => {

@@ -9,22 +9,16 @@
  * be reached (500), and the agent's endpoint refusing a caller without the
  * apiserver's certificate (401, 403 for another identity), and RBAC on `pods/log`.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { request } from "node:https";
-import { join } from "node:path";
 import type { Node, Pod } from "@setpoint/api";
-import { Client, loadKubeconfig } from "@setpoint/runtime";
+import { type Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { Kubectl } from "../e2e/helpers/kubectl.ts";
-import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
-import {
-  type AgentProcess,
-  killPodProcesses,
-  startAgentProcess,
-  stopChild,
-  stopServiceProxies,
-} from "./agent-process.ts";
-import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
+import type { Kubectl } from "../e2e/helpers/kubectl.ts";
+import type { SetpointProcess } from "../e2e/helpers/setpoint.ts";
+import type { AgentProcess } from "./agent-process.ts";
+import { eventually, tempDir } from "./helpers.ts";
+import { startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
 const RANGE = 87;
 const NODE = "logs-node";
@@ -97,23 +91,15 @@ function agentGet(
 }
 
 beforeAll(async () => {
-  const dir = tempDir("setpoint-logs-");
   markers = tempDir("setpoint-logs-markers-");
-  const images = testImageStore(join(dir, "images"));
-  const tokens = join(dir, "tokens.csv");
-  writeFileSync(tokens, "reader-token,reader,uid-reader\n");
-  up = await startSetpoint(["--data-dir", join(dir, "up"), "--token-auth-file", tokens]);
-  agent = await startAgentProcess({
-    kubeconfig: up.kubeconfig,
+  ({ up, agent, client, kubectl } = await startUpWithAgent({
+    prefix: "setpoint-logs-",
     nodeName: NODE,
-    dataDir: join(dir, "agent"),
-    imageDir: images.root,
     range: RANGE,
-  });
-  client = new Client(loadKubeconfig({ path: up.kubeconfig }));
-  kubectl = new Kubectl(up.kubeconfig);
+    tokens: ["reader-token,reader,uid-reader"],
+  }));
   // First crashes, then runs: started first, as its restart waits out the back-off (10 s).
-  await client.create<Pod>(
+  await client!.create<Pod>(
     pod("crash", [
       {
         name: "main",
@@ -121,13 +107,13 @@ beforeAll(async () => {
       },
     ]),
   );
-  await client.create<Pod>(
+  await client!.create<Pod>(
     pod("two", [
       { name: "a", cmd: "echo a1; echo a2; echo a3; exec sleep 3600" },
       { name: "b", cmd: "echo b-line; exec sleep 3600" },
     ]),
   );
-  await client.create<Pod>(
+  await client!.create<Pod>(
     pod("ticker", [
       { name: "tick", cmd: "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done" },
     ]),
@@ -142,13 +128,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await kubectl?.close();
-  client?.close();
-  if (agent) await stopChild(agent.child);
-  await stopServiceProxies();
-  killPodProcesses(RANGE);
-  await up?.stop();
-  removeTempDirs();
+  await stopUpWithAgent({ up, agent, client, kubectl }, RANGE);
 });
 
 it("serves a container's log through the apiserver, with -c, --tail and --limit-bytes", async () => {

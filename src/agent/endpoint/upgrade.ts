@@ -2,7 +2,7 @@
  * The endpoint's upgraded connections, as the kubelet serves them to the
  * apiserver: `/exec/NS/NAME/CONTAINER` (query `command`, repeated, and `input`,
  * `output`, `error`, `tty`) over a WebSocket in the channel protocol (exec.ts),
- * and `/portForward/NS/NAME` (port-forward.ts). `/attach` is refused with a 400
+ * and `/portForward/NS/NAME` over SPDY/3.1 (port-forward.ts). `/attach` is refused with a 400
  * that says why: a container's output goes to its log files and it reads no input,
  * so there is nothing to attach to (`kubectl logs -f` follows its output). SPDY
  * upgrades to /exec are refused too (kubectl 1.30 and later speak WebSockets).
@@ -22,6 +22,12 @@ import {
   type ExecSpec,
   runExec,
 } from "./exec.ts";
+import {
+  offeredStreamProtocols,
+  PORT_FORWARD_PROTOCOL,
+  runPortForward,
+  spdyUpgradeAnswer,
+} from "./port-forward.ts";
 
 /** What upgrades need of the endpoint's options (server.ts's EndpointOptions). */
 export interface UpgradeOptions {
@@ -95,6 +101,10 @@ export function serveUpgrade(
     serveExec(opts, req, socket, head, url.searchParams, namespace, podName, container);
     return;
   }
+  if (kind === "portForward" && parts.length === 3) {
+    servePortForward(opts, req, socket, head, namespace, podName);
+    return;
+  }
   if (kind === "attach" && parts.length === 4) {
     refuse(
       socket,
@@ -164,4 +174,42 @@ function serveExec(
   execServer.handleUpgrade(req, socket, head, (ws) => {
     runExec(ws, { ...spec, ...context }, opts.sessions, record.uid);
   });
+}
+
+function servePortForward(
+  opts: UpgradeOptions,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  namespace: string,
+  podName: string,
+): void {
+  const record = opts.pod(namespace, podName);
+  if (!record) {
+    refuse(socket, 404, "pod does not exist");
+    return;
+  }
+  if ((req.headers.upgrade ?? "").toLowerCase() !== "spdy/3.1") {
+    refuse(
+      socket,
+      400,
+      "port forwarding is served over SPDY/3.1 by this node (the apiserver carries kubectl's WebSocket tunnel to it as SPDY)",
+    );
+    return;
+  }
+  const offers = offeredStreamProtocols(req);
+  if (offers.length === 0) {
+    refuse(socket, 400, "unable to upgrade: X-Stream-Protocol-Version is required");
+    return;
+  }
+  if (!offers.includes(PORT_FORWARD_PROTOCOL)) {
+    refuse(
+      socket,
+      403,
+      `unable to upgrade: unable to negotiate protocol: client supports [${offers.join(" ")}], server accepts [${PORT_FORWARD_PROTOCOL}]`,
+    );
+    return;
+  }
+  socket.write(spdyUpgradeAnswer(PORT_FORWARD_PROTOCOL));
+  runPortForward(socket, head, record);
 }

@@ -10,6 +10,9 @@
  * answer other than 101 is relayed as the agent gave it (kubectl then shows
  * `unable to upgrade connection: ...`), as kube-apiserver's upgrade-aware proxy
  * does. An agent that cannot be reached is a 500 `error dialing backend: ...`.
+ * A WebSocket that tunnels SPDY (kubectl's port-forward) is the exception: the
+ * node is asked for SPDY and the frames are carried in and out of WebSocket
+ * messages (node-tunnel.ts).
  *
  * The server hands upgrade requests to the ordinary request path with an answer
  * written on the raw connection (markUpgrade); only this module takes the
@@ -31,6 +34,7 @@ import {
   readParent,
   requireNodeClient,
 } from "./node-stream.ts";
+import { joinSpdyTunnel, spdyUpgradeHeaders, tunneledSpdyProtocols } from "./node-tunnel.ts";
 
 interface Upgrade {
   socket: Duplex;
@@ -96,10 +100,15 @@ export async function serveNodeConnect(
   requireNodeClient(client);
   const { host, port } = await nodeEndpoint(scope, location.node);
   const path = agentPath(location);
-  const headers: Record<string, string | string[]> = { connection: "Upgrade" };
-  for (const name of CARRIED) {
-    const values = req.headersDistinct[name];
-    if (values && values.length > 0) headers[name] = values.length === 1 ? values[0] : values;
+  // SPDY tunneled through a WebSocket goes to the node as a SPDY upgrade.
+  const tunneled = sub.spdyOverWebSocket ? tunneledSpdyProtocols(req) : undefined;
+  let headers: Record<string, string | string[]> = { connection: "Upgrade" };
+  if (tunneled) headers = spdyUpgradeHeaders(tunneled);
+  else {
+    for (const name of CARRIED) {
+      const values = req.headersDistinct[name];
+      if (values && values.length > 0) headers[name] = values.length === 1 ? values[0] : values;
+    }
   }
   await new Promise<void>((done, fail) => {
     let answered = false;
@@ -107,7 +116,7 @@ export async function serveNodeConnect(
       host,
       port,
       path,
-      method: req.method ?? "GET",
+      method: tunneled ? "POST" : (req.method ?? "GET"),
       cert: client.cert,
       key: client.key,
       rejectUnauthorized: false,
@@ -136,6 +145,10 @@ export async function serveNodeConnect(
       if (clientSocket.destroyed) {
         agentSocket.destroy();
         done();
+        return;
+      }
+      if (tunneled) {
+        joinSpdyTunnel(req, clientSocket, up.head, answer, agentSocket, agentHead, done);
         return;
       }
       clientSocket.write(switchingProtocols(answer));

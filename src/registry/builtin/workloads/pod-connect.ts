@@ -98,6 +98,7 @@ export const podAttachSubresource: NodeConnectSubresource = {
 export const podPortForwardSubresource: NodeConnectSubresource = {
   name: "portforward",
   optionsKind: "PodPortForwardOptions",
+  spdyOverWebSocket: true,
   locate(pod, query) {
     const node = nodeOf(pod);
     const params = new URLSearchParams();
