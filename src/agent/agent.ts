@@ -218,12 +218,13 @@ export class Agent {
   readonly isolation: Isolation | undefined;
 
   constructor(private readonly opts: AgentOptions) {
-    this.log = opts.logger ?? NOOP;
-    this.images = new ImageStore(opts.imageDir ?? join(opts.dataDir, "images"));
+    // First: where the isolated mode cannot run, nothing else is made.
     this.isolation =
       opts.isolation === "namespaces"
         ? Isolation.open(opts.podRange ?? DEFAULT_POD_RANGE, opts.serviceClusterIPRange)
         : undefined;
+    this.log = opts.logger ?? NOOP;
+    this.images = new ImageStore(opts.imageDir ?? join(opts.dataDir, "images"));
     this.addresses = new PodAddresses(opts.podRange, this.isolation ? ISOLATED_POD_NET : undefined);
     this.restartBackoff = new Backoff(opts.restartBackoff);
     this.cgroups = new Cgroups({ root: opts.cgroupRoot, nodeName: opts.nodeName });

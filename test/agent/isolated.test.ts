@@ -10,17 +10,26 @@
  * Service's cluster IP reached from inside a Pod; adoption after an agent restart
  * (same processes, same namespaces); and, once the Pods are deleted and the agent
  * stopped, no namespace, veth, bridge, mount, mount point or process left. Whatever
- * a failed test leaves is removed in afterAll.
+ * a failed test leaves is removed in afterAll. And as another user, the flag is
+ * refused at start with one line, before anything is made.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmdirSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { Pod } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isolationTools } from "../../src/agent/sandbox/index.ts";
 import { Kubectl } from "../e2e/helpers/kubectl.ts";
-import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
+import { SETPOINT_BIN, type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
 import {
   type AgentProcess,
   agentPods,
@@ -150,6 +159,53 @@ function startAgent(extra: string[] = []): Promise<AgentProcess> {
     args: ["--isolation=namespaces", ...extra],
   });
 }
+
+const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((f) => existsSync(f));
+describe.skipIf(process.getuid?.() !== 0 || !setpriv)("isolated mode where it cannot run", () => {
+  it("refuses at start with one line when not root", () => {
+    try {
+      const d = tempDir("setpoint-isolated-user-");
+      chmodSync(d, 0o755);
+      const kubeconfig = join(d, "kubeconfig");
+      writeFileSync(
+        kubeconfig,
+        [
+          "apiVersion: v1",
+          "kind: Config",
+          "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]",
+          "users: [{name: u, user: {token: t}}]",
+          "contexts: [{name: c, context: {cluster: c, user: u}}]",
+          "current-context: c",
+        ].join("\n"),
+        { mode: 0o644 },
+      );
+      const r = spawnSync(
+        setpriv as string,
+        [
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          process.execPath,
+          SETPOINT_BIN,
+          "agent",
+          "--kubeconfig",
+          kubeconfig,
+          "--data-dir",
+          join(d, "agent"),
+          "--isolation=namespaces",
+        ],
+        { encoding: "utf8", timeout: 60_000 },
+      );
+      expect(r.status).toBe(1);
+      expect(r.stderr).toBe(
+        "setpoint agent: --isolation=namespaces: needs root (it makes network namespaces, veth pairs and mounts); this agent runs as uid 65534\n",
+      );
+      expect(existsSync(join(d, "agent"))).toBe(false);
+    } finally {
+      removeTempDirs();
+    }
+  }, 90_000);
+});
 
 describe.skipIf(skip !== undefined)("isolated mode", () => {
   beforeAll(async () => {
