@@ -22,7 +22,7 @@
  *   it) and its namespace; a sweep at start removes those of this node's range
  *   that no Pod on disk owns.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
@@ -129,6 +129,25 @@ export class PodNetwork {
     return existsSync(netnsPath(s.netns)) && existsSync(`/sys/class/net/${s.hostVeth}`);
   }
 
+  /** Runs `ip -batch` (in the namespace `netns`, if given); stops at the first command that fails. */
+  private batch(netns: string | undefined, lines: string[]): Promise<void> {
+    return new Promise((done, fail) => {
+      const child = spawn(this.tools.ip, [...(netns ? ["-n", netns] : []), "-batch", "-"], {
+        stdio: ["pipe", "ignore", "pipe"],
+      });
+      let err = "";
+      child.stderr.on("data", (d: Buffer) => {
+        err += d.toString();
+      });
+      child.once("error", fail);
+      child.once("close", (code) => {
+        if (code === 0) done();
+        else fail(new Error(`ip${netns ? ` -n ${netns}` : ""}: ${err.trim() || `exit ${code}`}`));
+      });
+      child.stdin.end(`${lines.join("\n")}\n`);
+    });
+  }
+
   /** Runs a shell line in the network namespace `netns`. */
   private inNamespace(netns: string, script: string): Promise<unknown> {
     return run(this.tools.nsenter, [
@@ -146,31 +165,24 @@ export class PodNetwork {
   async create(uid: string, podIP: string): Promise<NetworkSandbox> {
     const s = this.names(uid);
     await this.remove(s);
-    const ns = (args: string[]) => this.ip(["-n", s.netns, ...args]);
     try {
-      await this.ip(["netns", "add", s.netns]);
-      await this.ip([
-        "link",
-        "add",
-        s.hostVeth,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        s.netns,
+      // Two batches of `ip` (one process each) and one shell in the namespace.
+      await this.batch(undefined, [
+        `netns add ${s.netns}`,
+        `link add ${s.hostVeth} type veth peer name eth0 netns ${s.netns}`,
+        `link set ${s.hostVeth} master ${this.bridge} up`,
       ]);
-      await this.ip(["link", "set", s.hostVeth, "master", this.bridge, "up"]);
-      await ns(["link", "set", "lo", "up"]);
-      await ns(["addr", "add", `${podIP}/16`, "dev", "eth0"]);
-      await ns(["link", "set", "eth0", "up"]);
-      await ns(["route", "add", "default", "via", this.gateway]);
-      // The cluster IPs go to the host: looked up in the main table before the local one.
-      await ns(["rule", "add", "pref", "100", "lookup", "local"]);
-      await ns(["rule", "del", "pref", "0", "lookup", "local"]);
-      await ns(["rule", "add", "pref", "10", "to", this.clusterIPRange, "lookup", "main"]);
-      await ns(["route", "add", this.clusterIPRange, "via", this.gateway, "dev", "eth0"]);
+      await this.batch(s.netns, [
+        "link set lo up",
+        `addr add ${podIP}/16 dev eth0`,
+        "link set eth0 up",
+        `route add default via ${this.gateway}`,
+        // The cluster IPs go to the host: looked up in the main table before the local one.
+        "rule add pref 100 lookup local",
+        "rule del pref 0 lookup local",
+        `rule add pref 10 to ${this.clusterIPRange} lookup main`,
+        `route add ${this.clusterIPRange} via ${this.gateway} dev eth0`,
+      ]);
       await this.inNamespace(s.netns, "echo 1 > /proc/sys/net/ipv4/conf/eth0/route_localnet");
     } catch (err) {
       await this.remove(s);
@@ -179,12 +191,12 @@ export class PodNetwork {
     return s;
   }
 
-  /** Removes the Pod's veth pair and namespace (whatever of them is there). */
+  /** Removes the Pod's veth pair and namespace (whatever of them is there), in one batch. */
   async remove(s: NetworkSandbox): Promise<void> {
-    if (existsSync(`/sys/class/net/${s.hostVeth}`)) {
-      await this.ip(["link", "del", s.hostVeth]).catch(() => {});
-    }
-    if (existsSync(netnsPath(s.netns))) await this.ip(["netns", "del", s.netns]);
+    const lines: string[] = [];
+    if (existsSync(`/sys/class/net/${s.hostVeth}`)) lines.push(`link del ${s.hostVeth}`);
+    if (existsSync(netnsPath(s.netns))) lines.push(`netns del ${s.netns}`);
+    if (lines.length) await this.batch(undefined, lines);
   }
 
   /** Removes the namespaces and host veths of this node's range whose namespace is not in `keep`. */
