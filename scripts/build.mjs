@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds dist/: the `setpoint` command bundled into one ES module (plus the SQLite
+// Builds dist/: the `setpoint` command bundled into ES modules (an entry and the
+// chunks its subcommands load when they run; plus the SQLite
 // writer thread's entry and the protocol files read at run time), so the command
 // starts without compiling TypeScript module by module; and the package's library
 // entry, `setpoint/testenv` (dist/testenv.mjs with its declarations in dist/types/),
@@ -60,7 +61,9 @@ if (values["if-stale"] && !custom && bundleIsFresh()) process.exit(0);
 rmSync(staging, { recursive: true, force: true });
 mkdirSync(staging, { recursive: true });
 try {
-  await build({ ...common, entryPoints });
+  // Split: each subcommand's code is a chunk of its own beside the entry, loaded
+  // when that command runs.
+  await build({ ...common, entryPoints, splitting: true });
   // The writer thread is started from the bundle's own folder (see
   // src/storage/sqlite/writer-thread-client.ts), already compiled.
   await build({

@@ -1,16 +1,47 @@
 /** The `setpoint` command: dispatches to its subcommands. */
-import { AGENT_USAGE, agent } from "./agent.ts";
-import { controllerManager } from "./controller-manager.ts";
-import { CREDENTIALS_USAGE, credentials } from "./credentials.ts";
-import { devCluster } from "./dev-cluster/index.ts";
-import { doctor } from "./doctor.ts";
-import { finalizers } from "./finalizers.ts";
-import { gateway } from "./gateway.ts";
-import { IMAGE_USAGE, image } from "./image.ts";
-import { SERVICE_PROXY_USAGE, serviceProxy } from "./service-proxy.ts";
-import { UP_USAGE, up } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
 import { setpointVersion } from "./version.ts";
+
+/** A subcommand: what runs it, and the usage printed after a flag error. */
+interface Command {
+  run: (argv: string[]) => Promise<number>;
+  usage?: string;
+}
+
+/**
+ * Each subcommand's module, loaded only when it runs: a process loads the code of
+ * its own command and no other (an agent does not hold the apiserver, storage or
+ * gateway in memory).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  up: async () => {
+    const m = await import("./up.ts");
+    return { run: m.up, usage: m.UP_USAGE };
+  },
+  finalizers: async () => ({ run: (await import("./finalizers.ts")).finalizers }),
+  doctor: async () => ({ run: (await import("./doctor.ts")).doctor }),
+  "controller-manager": async () => ({
+    run: (await import("./controller-manager.ts")).controllerManager,
+  }),
+  agent: async () => {
+    const m = await import("./agent.ts");
+    return { run: m.agent, usage: m.AGENT_USAGE };
+  },
+  image: async () => {
+    const m = await import("./image.ts");
+    return { run: m.image, usage: m.IMAGE_USAGE };
+  },
+  credentials: async () => {
+    const m = await import("./credentials.ts");
+    return { run: m.credentials, usage: m.CREDENTIALS_USAGE };
+  },
+  gateway: async () => ({ run: (await import("./gateway.ts")).gateway }),
+  "service-proxy": async () => {
+    const m = await import("./service-proxy.ts");
+    return { run: m.serviceProxy, usage: m.SERVICE_PROXY_USAGE };
+  },
+  "dev-cluster": async () => ({ run: (await import("./dev-cluster/index.ts")).devCluster }),
+};
 
 export const USAGE = `Usage: setpoint <command> [flags]
 
@@ -31,57 +62,32 @@ Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prin
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  switch (command) {
+    case "--version":
+    case "version":
+      process.stdout.write(`${setpointVersion()}\n`);
+      return 0;
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+  }
+  const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (!load) {
+    process.stderr.write(`setpoint: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+    return 2;
+  }
+  const cmd = await load();
   try {
-    switch (command) {
-      case "up":
-        return await up(rest);
-      case "finalizers":
-        return await finalizers(rest);
-      case "doctor":
-        return await doctor(rest);
-      case "controller-manager":
-        return await controllerManager(rest);
-      case "agent":
-        return await agent(rest);
-      case "image":
-        return await image(rest);
-      case "credentials":
-        return await credentials(rest);
-      case "gateway":
-        return await gateway(rest);
-      case "service-proxy":
-        return await serviceProxy(rest);
-      case "dev-cluster":
-        return await devCluster(rest);
-      case "--version":
-      case "version":
-        process.stdout.write(`${setpointVersion()}\n`);
-        return 0;
-      case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        process.stdout.write(USAGE);
-        return command === undefined ? 2 : 0;
-      default:
-        process.stderr.write(`setpoint: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-        return 2;
-    }
+    return await cmd.run(rest);
   } catch (err) {
     if (
       err instanceof UsageError ||
       (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      const usage =
-        command === "image"
-          ? IMAGE_USAGE
-          : command === "agent"
-            ? AGENT_USAGE
-            : command === "credentials"
-              ? CREDENTIALS_USAGE
-              : command === "service-proxy"
-                ? SERVICE_PROXY_USAGE
-                : UP_USAGE;
+      const usage = cmd.usage ?? (await import("./up.ts")).UP_USAGE;
       process.stderr.write(`setpoint ${command}: ${(err as Error).message}\n\n${usage}`);
       return 2;
     }
