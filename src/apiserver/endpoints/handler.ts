@@ -59,6 +59,7 @@ import { type NodeClient, serveNodeStream } from "./node-stream.ts";
 import { createUpdatingParent } from "./parent-update.ts";
 import { patchResource } from "./patch.ts";
 import { Query, type RequestUrl, requestUrl } from "./request.ts";
+import { armDeadline, isTimedOut, requestDeadlineMs } from "./request-deadline.ts";
 import { negotiateRenderer, statusMediaType } from "./respond.ts";
 import { createReview } from "./review.ts";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.ts";
@@ -92,9 +93,17 @@ export interface ApiHandlerOptions {
 export interface ApiHandler {
   /**
    * Serves /api, /apis, /openapi/v3 (and /openapi/v2) requests; returns false if the
-   * path is not one of those (the server then 404s).
+   * path is not one of those (the server then 404s). With `maxDeadlineMs` (a request
+   * that is not long-running), the request is answered 504 Timeout if it is not
+   * answered within that time or the shorter `?timeout=` it asks for
+   * (request-deadline.ts); the promise settles when its work is done in any case.
    */
-  handle(req: IncomingMessage, res: ServerResponse, user: UserInfo): Promise<boolean>;
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    user: UserInfo,
+    maxDeadlineMs?: number,
+  ): Promise<boolean>;
   /** True once the watch caches are primed. */
   ready(): boolean;
   /** Objects and client watches per type, as the watch caches hold them (for metrics). */
@@ -232,19 +241,33 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   );
   policyStatus.start();
   return {
-    async handle(req, res, user) {
+    async handle(req, res, user, maxDeadlineMs) {
       const url = requestUrl(req.url ?? "/");
       if (url === null) return false;
       const route = parseRoute(url.pathname);
       if (!route) return false;
       const warnings: string[] = [];
+      let disarm: (() => void) | undefined;
       try {
+        if (maxDeadlineMs !== undefined) {
+          disarm = armDeadline(req, res, requestDeadlineMs(url.searchParams, maxDeadlineMs));
+        }
         if (closed) throw errors.unavailable("the server is shutting down");
         const as = await impersonate(req, user, ctx.authorizer);
         if (as !== user) auditImpersonated(req, as);
         await dispatch(ctx, creators, route, req, res, as, url, warnings, opts.nodeClient);
       } catch (err) {
-        respondError(ctx, req, res, err, warnings);
+        if (isTimedOut(res)) {
+          // Answered at its deadline: what the work says afterwards reaches nobody.
+          ctx.logger?.warn(
+            { err, method: req.method, url: req.url },
+            "request failed after it was answered at its deadline",
+          );
+        } else {
+          respondError(ctx, req, res, err, warnings);
+        }
+      } finally {
+        disarm?.();
       }
       return true;
     },

@@ -6,13 +6,15 @@
  * closed too) is closed; a request whose body has not arrived within 60 s
  * (kube-apiserver's --request-timeout) is answered 504 Timeout and its connection
  * closed; an idle keep-alive connection is closed after 90 s (IdleTimeout). These
- * bound only what the client sends: a watch, or any long answer, is not cut off.
+ * bound only what the client sends: a watch, or any long answer, is not cut off
+ * here (the work of a request that is not long-running is bounded by its deadline,
+ * endpoints/request-deadline.ts, which answers a body still arriving the same way).
  * Past MAX_CONNECTIONS open connections, new ones are closed at once.
  */
 import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import type { Duplex } from "node:stream";
-import { failure } from "@setpoint/api";
+import { TIMED_OUT_BODY, TIMED_OUT_CONTENT_TYPE } from "../endpoints/request-deadline.ts";
 
 export interface ConnectionLimits {
   /** Time from a connection's start (or a keep-alive request's first byte) to its complete headers, in ms. */
@@ -65,14 +67,6 @@ export function handshakeTimeoutMs(limits: ConnectionLimits): number {
   return limits.headersTimeoutMs;
 }
 
-/** Kubernetes' answer to a request that did not arrive in time (apierrors.NewTimeoutError). */
-const REQUEST_TIMEOUT_STATUS = failure(
-  504,
-  "Timeout",
-  "Timeout: request did not complete within requested timeout - context deadline exceeded",
-  {},
-);
-
 function rawResponse(status: string, body = "", contentType = ""): string {
   const head = [`HTTP/1.1 ${status}`, "Connection: close"];
   if (body) {
@@ -81,13 +75,12 @@ function rawResponse(status: string, body = "", contentType = ""): string {
   return `${head.join("\r\n")}\r\n\r\n${body}`;
 }
 
+/**
+ * Kubernetes' answer to a request that did not arrive in time: its request deadline
+ * passed while the body was being read (as the handler's deadline answers it).
+ */
 function timedOutResponse(): string {
-  const status = REQUEST_TIMEOUT_STATUS;
-  return rawResponse(
-    `${status.code} Gateway Timeout`,
-    JSON.stringify(status.status),
-    "application/json",
-  );
+  return rawResponse("504 Gateway Timeout", TIMED_OUT_BODY, TIMED_OUT_CONTENT_TYPE);
 }
 
 /** Node's own answers to requests it cannot parse (kept as they were). */

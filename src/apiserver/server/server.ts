@@ -386,10 +386,17 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       serveMetrics(res);
       return;
     }
+    /** Gives back the request's seat (once answered and its work done), if it took one. */
+    let done = () => {};
     if (!info.longRunning) {
       const kind = info.readOnly ? "readOnly" : "mutating";
       if (seats.take(kind)) {
-        res.once("close", () => seats.give(kind));
+        // A request answered at its deadline keeps its seat while its work goes on.
+        let left = 2;
+        done = () => {
+          if (--left === 0) seats.give(kind);
+        };
+        res.once("close", done);
       } else if (!user.groups.includes(MASTERS)) {
         // system:masters is always answered (a super-admin, or the server's own loopback).
         res.setHeader("Retry-After", "1");
@@ -399,7 +406,14 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
     countRequest(req, res, info);
     const requestId = randomUUID();
-    api.handle(req, res, user).then(
+    const handling = api.handle(
+      req,
+      res,
+      user,
+      info.longRunning ? undefined : connections.requestTimeoutMs,
+    );
+    handling.then(done, done);
+    handling.then(
       (handled) => {
         if (!handled) sendStatus(res, errors.notFound({ resource: "", name: path }));
       },
