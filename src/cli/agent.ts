@@ -25,10 +25,9 @@ import {
 } from "../agent/sandbox/index.ts";
 import { DEFAULT_SIMULATED_RUN_MS, Simulator } from "../agent/simulate/index.ts";
 import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
-import { parseDuration } from "./controller-manager.ts";
+import { parseDuration, parseListen } from "./flags.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { defaultNodeName } from "./node-name.ts";
-import { parseListen } from "./up.ts";
 import { UsageError } from "./usage-error.ts";
 
 export const AGENT_USAGE = `Usage: setpoint agent [--kubeconfig FILE] [flags]

@@ -16,6 +16,7 @@ import {
   UnknownControllerError,
 } from "../controllers/index.ts";
 import { listenFailure } from "../controlplane/errors.ts";
+import { parseDuration } from "./flags.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -41,38 +42,6 @@ Flags:
                              (default 12500; 0: no limit)
 ${logUsage(29)}`;
 
-/** A bad command line. */
-export class ControllerManagerUsageError extends Error {
-  override name = "ControllerManagerUsageError";
-}
-
-const UNITS_MS: Record<string, number> = {
-  ms: 1,
-  s: 1_000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-/** Parses a Go-style duration ("1h", "90s", "1h30m", "500ms") into milliseconds. */
-export function parseDuration(text: string): number {
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
-  let total = 0;
-  let pos = 0;
-  while (pos < text.length) {
-    re.lastIndex = pos;
-    const m = re.exec(text);
-    if (!m) break;
-    total += Number(m[1]) * UNITS_MS[m[2]];
-    pos = re.lastIndex;
-  }
-  if (text.length === 0 || pos !== text.length || !(total > 0)) {
-    throw new ControllerManagerUsageError(
-      `invalid duration ${JSON.stringify(text)} (e.g. 1h, 30m, 90s, 1h30m)`,
-    );
-  }
-  return total;
-}
-
 /** --node-monitor-grace-period and --terminated-pod-gc-threshold, where given. */
 export function parseNodeFlags(values: {
   "node-monitor-grace-period"?: string | undefined;
@@ -84,7 +53,7 @@ export function parseNodeFlags(values: {
   const threshold = values["terminated-pod-gc-threshold"];
   if (threshold !== undefined) {
     if (!/^\d+$/.test(threshold)) {
-      throw new ControllerManagerUsageError(
+      throw new UsageError(
         `--terminated-pod-gc-threshold must be a whole number, got ${JSON.stringify(threshold)}`,
       );
     }
@@ -115,7 +84,6 @@ export async function controllerManager(argv: string[]): Promise<number> {
     return await run(argv);
   } catch (err) {
     if (
-      err instanceof ControllerManagerUsageError ||
       err instanceof UsageError ||
       err instanceof UnknownControllerError ||
       err instanceof KubeconfigError ||

@@ -37,7 +37,8 @@ import {
   writeComponentKubeconfig,
 } from "../controlplane/index.ts";
 import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
-import { parseControllerList, parseDuration, parseNodeFlags } from "./controller-manager.ts";
+import { parseControllerList, parseNodeFlags } from "./controller-manager.ts";
+import { parseDuration, parseListen } from "./flags.ts";
 import {
   createCliLogger,
   LOG_OPTIONS,
@@ -94,14 +95,6 @@ Flags:
   --terminated-pod-gc-threshold N  terminated Pods kept before the oldest are deleted
                               (default 12500; 0: no limit)
 ${logUsage(30)}`;
-
-export function parseListen(s: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s);
-  if (!m) throw new UsageError(`--listen must be HOST:PORT, got ${JSON.stringify(s)}`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new UsageError(`--listen port out of range: ${port}`);
-  return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
-}
 
 export function parseKubernetesVersion(s: string): number {
   const m = /^v?1\.(\d+)(?:\.\d+)?$/.exec(s);

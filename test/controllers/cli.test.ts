@@ -14,7 +14,7 @@ import type { KubeObject } from "@setpoint/api";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { parseDuration } from "../../src/cli/controller-manager.ts";
+import { parseDuration } from "../../src/cli/flags.ts";
 import { BUILTIN_CONTROLLER_NAMES, CONTROLLER_MANAGER_LEASE } from "../../src/controllers/index.ts";
 import {
   runSetpoint,
