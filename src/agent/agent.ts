@@ -41,6 +41,7 @@ import { canonicalJson } from "./canonical-json.ts";
 import { createEndpointServer, ExecSessions, loadOrCreateServingCert } from "./endpoint/index.ts";
 import { PodEventRecorder } from "./events.ts";
 import { ImageStore, importBuiltinImages } from "./images/index.ts";
+import { LogRelayClient, LogRelayProcess, waitForPipesRelayed } from "./log-relay/index.ts";
 import {
   machineResources,
   type NodeIdentity,
@@ -124,7 +125,13 @@ export interface AgentOptions {
   leaseIntervalMs?: number;
   /** Run the service proxy (default true): keep the service table, and the proxy process serving it. */
   serviceProxy?: boolean;
-  /** The command that runs `setpoint`, for the service proxy process (default: this package's bin). */
+  /**
+   * Run the log relay (default true): containers' output goes through it into
+   * CRI-format log files, each line with its time; off, containers append to
+   * their files directly (no timestamps, `kubectl logs --since` refused).
+   */
+  logRelay?: boolean;
+  /** The command that runs `setpoint`, for the service proxy and log relay processes (default: this package's bin). */
   setpointCommand?: string[];
   /** Where the cgroup file systems are (default /sys/fs/cgroup): containers' memory and CPU limits. */
   cgroupRoot?: string;
@@ -210,6 +217,8 @@ export class Agent {
   readonly services: ServiceTableSync | undefined;
   /** The service proxy process, unless switched off. */
   readonly proxy: ProxyProcess | undefined;
+  /** The log relay process and the agent's side of it, unless switched off. */
+  readonly logRelay: { process: LogRelayProcess; client: LogRelayClient } | undefined;
   /** Status writes done (for tests and benchmarks). */
   statusWrites = 0;
   /** Containers' cgroups: whether (and how) memory and CPU limits are enforced. */
@@ -253,6 +262,16 @@ export class Agent {
         logger: this.log,
         command: opts.setpointCommand,
       });
+    }
+    if (opts.logRelay !== false) {
+      this.logRelay = {
+        process: new LogRelayProcess({
+          dataDir: opts.dataDir,
+          logger: this.log,
+          command: opts.setpointCommand,
+        }),
+        client: new LogRelayClient(opts.dataDir),
+      };
     }
     this.informer = new Informer<Pod>(opts.client, POD, {
       fieldSelector: `spec.nodeName=${opts.nodeName}`,
@@ -437,6 +456,7 @@ export class Agent {
       dataDir: this.opts.dataDir,
       cgroups: this.cgroups,
       ...(this.isolation ? { isolation: this.isolation } : {}),
+      ...(this.logRelay ? { logRelay: this.logRelay.client } : {}),
       restartBackoff: this.restartBackoff,
       pullBackoff: this.pullBackoff,
       onChange: (rec) => this.changed(rec.uid),
@@ -492,6 +512,8 @@ export class Agent {
     // The proxy process is adopted if it runs, else started on the table on disk.
     this.services?.start();
     this.proxy?.ensure();
+    // The log relay is adopted if it runs (it kept writing the logs meanwhile), else started.
+    this.logRelay?.process.ensure();
     let adopted = 0;
     let gone = 0;
     for (const record of Object.values(this.state.pods)) {
@@ -752,6 +774,7 @@ export class Agent {
     }
     for (const w of this.workers.values()) w.rotateLogs();
     this.proxy?.ensure();
+    if (this.logRelay?.process.ensure() === "started") this.logRelay.client.retry();
     if (this.dirty.size) this.scheduleStatus(0);
   }
 
@@ -921,7 +944,13 @@ export class Agent {
     }
     this.stateFile.flush();
     await this.services?.stop();
-    if (opts.stopPods) await this.proxy?.stop();
+    if (opts.stopPods) {
+      await this.proxy?.stop();
+      // The relay writes what the stopped containers left in their pipes, then goes.
+      await waitForPipesRelayed(this.opts.dataDir, 2_000);
+      await this.logRelay?.process.stop();
+    }
+    this.logRelay?.client.close();
     await this.lease;
     const secure = this.secureServer;
     this.execSessions.stopAll();

@@ -40,6 +40,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     const m = await import("./service-proxy.ts");
     return { run: m.serviceProxy, usage: m.SERVICE_PROXY_USAGE };
   },
+  "log-relay": async () => {
+    const m = await import("./log-relay.ts");
+    return { run: m.logRelay, usage: m.LOG_RELAY_USAGE };
+  },
   "dev-cluster": async () => ({ run: (await import("./dev-cluster/index.ts")).devCluster }),
 };
 
@@ -55,6 +59,7 @@ Commands:
   credentials write a kubeconfig for a node agent or the gateway, signed by the data dir's CA
   gateway     serve Ingresses as an HTTP(S) reverse proxy that outlives the API server
   service-proxy  serve Services' cluster IPs and node ports from an agent's table (the agent starts it)
+  log-relay   write an agent's container logs, each line with its time (the agent starts it)
   dev-cluster run etcd, apiservers, controller managers, agents and a gateway on this machine
 
 Run 'setpoint <command> --help' for a command's flags; 'setpoint --version' prints the version.

@@ -8,6 +8,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ServiceProxy } from "../proxy/index.ts";
+import { runUntilStopped } from "./helper-lifetime.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "./logging.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -40,22 +41,14 @@ export async function serviceProxy(argv: string[]): Promise<number> {
   if (!values["data-dir"]) throw new UsageError("--data-dir is required");
   const { logger } = createCliLogger(values);
   const dataDir = resolve(values["data-dir"]);
-  let gone: (reason: string) => void = () => {};
-  const stopped = new Promise<string>((done) => {
-    gone = done;
-    process.once("SIGINT", () => done("SIGINT"));
-    process.once("SIGTERM", () => done("SIGTERM"));
+  return runUntilStopped(logger, "service proxy", dataDir, async (onDataDirGone) => {
+    const proxy = new ServiceProxy({
+      dataDir,
+      nodeAddress: values["node-address"],
+      logger,
+      onDataDirGone,
+    });
+    proxy.start();
+    return proxy;
   });
-  const proxy = new ServiceProxy({
-    dataDir,
-    nodeAddress: values["node-address"],
-    logger,
-    onDataDirGone: () => gone("data directory removed"),
-  });
-  proxy.start();
-  logger.info({ pid: process.pid, dataDir }, "service proxy started");
-  const reason = await stopped;
-  logger.info({ reason }, "service proxy stopping");
-  await proxy.stop();
-  return 0;
 }

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { SETPOINT_BIN } from "../e2e/helpers/setpoint.ts";
-import { currentTempDirs, eventually, serviceProxyProcesses } from "./helpers.ts";
+import { currentTempDirs, eventually, helperProcesses } from "./helpers.ts";
 
 export interface AgentProcess {
   child: ChildProcess;
@@ -123,24 +123,24 @@ export function killPodProcesses(range: number, first = 127): void {
 }
 
 /**
- * Stops the service proxy processes agents left running on `dirs` (by default
- * any temporary directory of this test file): an agent stopped without
- * --stop-pods-on-exit leaves its proxy running, as its Pods. SIGTERM, SIGKILL
+ * Stops the service proxy and log relay processes agents left running on `dirs`
+ * (by default any temporary directory of this test file): an agent stopped
+ * without --stop-pods-on-exit leaves them running, as its Pods. SIGTERM, SIGKILL
  * after 10 s; resolves once they are gone.
  */
 export async function stopServiceProxies(
   dirs: readonly string[] = currentTempDirs(),
 ): Promise<void> {
-  const pids = serviceProxyProcesses(dirs);
+  const pids = helperProcesses(dirs);
   for (const pid of pids) {
     try {
       process.kill(-pid, "SIGTERM");
     } catch {}
   }
   const deadline = Date.now() + 10_000;
-  while (serviceProxyProcesses(dirs).length > 0) {
+  while (helperProcesses(dirs).length > 0) {
     if (Date.now() > deadline) {
-      for (const pid of serviceProxyProcesses(dirs)) {
+      for (const pid of helperProcesses(dirs)) {
         try {
           process.kill(-pid, "SIGKILL");
         } catch {}

@@ -20,6 +20,7 @@ import {
   type ContainerRecord,
   containerLogPath,
   newPodRecord,
+  type PodRecord,
   podLogDir,
 } from "../../src/agent/pods/index.ts";
 import { removeTempDirs, tempDir } from "./helpers.ts";
@@ -40,6 +41,48 @@ const terminated = {
 
 function rec(over: Partial<ContainerRecord>): ContainerRecord {
   return { name: "c", restartCount: 0, ready: false, started: false, done: false, ...over };
+}
+
+/** A Pod `p` whose only container `c` ran once and ended; its log's path (the folder made). */
+function endedRun(prefix: string): { dataDir: string; record: PodRecord; path: string } {
+  const dataDir = tempDir(prefix);
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "default", uid: "u1" },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  } as Pod;
+  const record = newPodRecord(pod, "127.0.0.1");
+  record.containers[0] = rec({ restartCount: 0, terminated });
+  const path = containerLogPath(podLogDir(dataDir, "default", "p", "u1"), "c", 0);
+  mkdirSync(dirname(path), { recursive: true });
+  return { dataDir, record, path };
+}
+
+/** Serves one log request for the Pod's only container over real HTTP; the answer's text. */
+async function serveOnce(
+  dataDir: string,
+  record: PodRecord,
+  query: string,
+  now?: number,
+): Promise<string> {
+  const server = createServer((_req, res) => {
+    serveContainerLog(
+      res,
+      dataDir,
+      record,
+      "c",
+      logOptions(new URLSearchParams(query), now),
+      () => record.containers[0],
+    ).catch((err) => {
+      res.statusCode = (err as LogRequestError).code ?? 500;
+      res.end(String(err));
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+  return res.text();
 }
 
 const running = { pid: 1, startTicks: 1, startedAt: "", containerID: "x", imageID: "", image: "" };
@@ -80,10 +123,17 @@ describe("which run answers", () => {
     );
   });
 
-  it("refuses timestamps and since, which the files cannot answer", () => {
-    for (const q of ["timestamps=true", "sinceSeconds=10", "sinceTime=2026-01-01T00:00:00Z"]) {
-      expect(() => logOptions(new URLSearchParams(q))).toThrow(/do not record when each line/);
-    }
+  it("reads timestamps, sinceSeconds and sinceTime", () => {
+    const now = Date.parse("2026-01-01T00:01:00Z");
+    expect(logOptions(new URLSearchParams("timestamps=true&sinceSeconds=10"), now)).toEqual({
+      follow: false,
+      previous: false,
+      timestamps: true,
+      sinceNs: BigInt(now - 10_000) * 1_000_000n,
+    });
+    expect(logOptions(new URLSearchParams("sinceTime=2026-01-01T00:00:30Z"), now).sinceNs).toBe(
+      BigInt(Date.parse("2026-01-01T00:00:30Z")) * 1_000_000n,
+    );
     expect(logOptions(new URLSearchParams("timestamps=false&tailLines=3"))).toEqual({
       follow: false,
       previous: false,
@@ -92,41 +142,13 @@ describe("which run answers", () => {
   });
 });
 
-describe("reading a run's files", () => {
-  const dataDir = tempDir("setpoint-container-logs-");
-  const pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name: "p", namespace: "default", uid: "u1" },
-    spec: { containers: [{ name: "c", image: "x" }] },
-  } as Pod;
-  const record = newPodRecord(pod, "127.0.0.1");
-  record.containers[0] = rec({ restartCount: 0, terminated });
-  const path = containerLogPath(podLogDir(dataDir, "default", "p", "u1"), "c", 0);
-  mkdirSync(dirname(path), { recursive: true });
+describe("reading a run's files written without the relay", () => {
+  const { dataDir, record, path } = endedRun("setpoint-container-logs-");
   writeFileSync(`${path}.2`, "one\ntwo\n");
   writeFileSync(`${path}.1`, "three\nfour\n");
   writeFileSync(path, "five\nsix");
 
-  async function read(query: string): Promise<string> {
-    const server = createServer((_req, res) => {
-      serveContainerLog(
-        res,
-        dataDir,
-        record,
-        "c",
-        logOptions(new URLSearchParams(query)),
-        () => record.containers[0],
-      ).catch((err) => {
-        res.statusCode = 500;
-        res.end(String(err));
-      });
-    });
-    servers.push(server);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-    return res.text();
-  }
+  const read = (query: string) => serveOnce(dataDir, record, query);
 
   it("reads the rotated copies oldest first, then the file", async () => {
     expect(await read("")).toBe("one\ntwo\nthree\nfour\nfive\nsix");
@@ -142,5 +164,56 @@ describe("reading a run's files", () => {
   it("stops after limitBytes", async () => {
     expect(await read("limitBytes=10")).toBe("one\ntwo\nth");
     expect(await read("tailLines=2&limitBytes=3")).toBe("fiv");
+  });
+
+  it("refuses timestamps and since for them, saying why", async () => {
+    for (const q of ["timestamps=true", "sinceSeconds=10", "sinceTime=2026-01-01T00:00:00Z"]) {
+      expect(await read(q)).toMatch(
+        /written without the log relay and does not record when each line was written/,
+      );
+    }
+  });
+});
+
+describe("reading a run's files in the CRI format", () => {
+  const { dataDir, record, path } = endedRun("setpoint-container-logs-cri-");
+  writeFileSync(
+    `${path}.1`,
+    "2026-01-01T00:00:01.5Z stdout F one\n2026-01-01T00:00:02Z stderr F two\n",
+  );
+  writeFileSync(
+    path,
+    [
+      "2026-01-01T00:00:03.000000001Z stdout P thr",
+      "2026-01-01T00:00:03.000000002Z stdout F ee",
+      "2026-01-01T00:00:04.25Z stdout F four",
+      "",
+    ].join("\n"),
+  );
+
+  const read = (query: string) =>
+    serveOnce(dataDir, record, query, Date.parse("2026-01-01T00:00:06Z"));
+
+  it("gives each record's line, a partial one joined to the next", async () => {
+    expect(await read("")).toBe("one\ntwo\nthree\nfour\n");
+  });
+
+  it("prefixes each line with its time as the kubelet writes it (nine digits)", async () => {
+    expect(await read("timestamps=true&tailLines=3")).toBe(
+      [
+        "2026-01-01T00:00:03.000000001Z thr2026-01-01T00:00:03.000000002Z ee",
+        "2026-01-01T00:00:04.250000000Z four",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("skips records before sinceSeconds or sinceTime; tail counts records; limitBytes counts what is sent", async () => {
+    expect(await read("sinceSeconds=3")).toBe("three\nfour\n");
+    expect(await read("sinceTime=2026-01-01T00:00:02Z")).toBe("two\nthree\nfour\n");
+    expect(await read("tailLines=3&sinceTime=2026-01-01T00:00:04Z")).toBe("four\n");
+    expect(await read("timestamps=true&limitBytes=37")).toBe(
+      "2026-01-01T00:00:01.500000000Z one\n20",
+    );
   });
 });

@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ImageStore, importBuiltinImages } from "../../src/agent/images/index.ts";
+import { LOG_RELAY_DATA_DIR_ENV } from "../../src/agent/log-relay/index.ts";
 import { PROXY_DATA_DIR_ENV } from "../../src/agent/proxy-process.ts";
 
 const dirs: string[] = [];
@@ -17,19 +18,19 @@ export function tempDir(prefix: string): string {
   return d;
 }
 
-/**
- * Removes the temporary directories, after SIGKILLing any service proxy process
- * an agent left running on one of them (a test that stopped its agents with
- * their Pods has none left; this is the net under a test that failed).
- */
 /** The temporary directories made by this test file and not yet removed. */
 export function currentTempDirs(): readonly string[] {
   return [...dirs];
 }
 
+/**
+ * Removes the temporary directories, after SIGKILLing any service proxy or log
+ * relay process an agent left running on one of them (a test that stopped its
+ * agents with their Pods has none left; this is the net under a test that failed).
+ */
 export function removeTempDirs(): void {
   const gone = dirs.splice(0);
-  for (const pid of serviceProxyProcesses(gone)) {
+  for (const pid of helperProcesses(gone)) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {}
@@ -39,6 +40,20 @@ export function removeTempDirs(): void {
 
 /** Pids of the live service proxy processes whose data directory is (under) one of `under` (any, if not given). */
 export function serviceProxyProcesses(under?: readonly string[]): number[] {
+  return processesWithDataDir(PROXY_DATA_DIR_ENV, under);
+}
+
+/** Pids of the live log relay processes whose data directory is (under) one of `under` (any, if not given). */
+export function logRelayProcesses(under?: readonly string[]): number[] {
+  return processesWithDataDir(LOG_RELAY_DATA_DIR_ENV, under);
+}
+
+/** Pids of the agents' helpers (service proxies and log relays) on `under`. */
+export function helperProcesses(under?: readonly string[]): number[] {
+  return [...serviceProxyProcesses(under), ...logRelayProcesses(under)];
+}
+
+function processesWithDataDir(envVar: string, under?: readonly string[]): number[] {
   const out: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -47,8 +62,8 @@ export function serviceProxyProcesses(under?: readonly string[]): number[] {
       if (["Z", "X"].includes(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0])) continue;
       const dir = readFileSync(`/proc/${name}/environ`, "utf8")
         .split("\0")
-        .find((v) => v.startsWith(`${PROXY_DATA_DIR_ENV}=`))
-        ?.slice(PROXY_DATA_DIR_ENV.length + 1);
+        .find((v) => v.startsWith(`${envVar}=`))
+        ?.slice(envVar.length + 1);
       if (dir && (!under || under.some((u) => dir === u || dir.startsWith(`${u}/`)))) {
         out.push(Number(name));
       }

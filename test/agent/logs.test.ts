@@ -3,21 +3,25 @@
  * `setpoint up` and a real `setpoint agent`, Pods running `sh`, and the real
  * kubectl. Covered: the only container's log, `-c`, `--tail`, `--limit-bytes`,
  * `--previous` after a restart (and refused before one), `-f` receiving lines as
- * they are written until the test ends it, Kubernetes' refusals (several
- * containers and none named, an unknown container, timestamps the files do not
- * record), a Pod on no node (empty, as in Kubernetes), a node whose agent cannot
- * be reached (500), and the agent's endpoint refusing a caller without the
- * apiserver's certificate (401, 403 for another identity), and RBAC on `pods/log`.
+ * they are written until the test ends it, `--timestamps` (the kubelet's nine
+ * fraction digits), `--since` and `--since-time` from the times the log relay
+ * records, logging that goes on while the agent restarts (the relay outlives it
+ * and is adopted), Kubernetes' refusals (several containers and none named, an
+ * unknown container), a Pod on no node (empty, as in Kubernetes), a node whose
+ * agent cannot be reached (500), and the agent's endpoint refusing a caller
+ * without the apiserver's certificate (401, 403 for another identity), and RBAC
+ * on `pods/log`.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { request } from "node:https";
+import { join } from "node:path";
 import type { Node, Pod } from "@setpoint/api";
 import { type Client, loadKubeconfig } from "@setpoint/runtime";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Kubectl } from "../e2e/helpers/kubectl.ts";
 import type { SetpointProcess } from "../e2e/helpers/setpoint.ts";
-import type { AgentProcess } from "./agent-process.ts";
-import { eventually, tempDir } from "./helpers.ts";
+import { type AgentProcess, startAgentProcess, stopChild } from "./agent-process.ts";
+import { eventually, logRelayProcesses, tempDir } from "./helpers.ts";
 import { startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
 const RANGE = 87;
@@ -30,6 +34,7 @@ let agent: AgentProcess | undefined;
 let client: Client | undefined;
 let kubectl: Kubectl | undefined;
 let markers = "";
+let agentOptions: Parameters<typeof startAgentProcess>[0] | undefined;
 
 function pod(name: string, containers: { name: string; cmd: string }[], node = NODE): Pod {
   return {
@@ -92,7 +97,7 @@ function agentGet(
 
 beforeAll(async () => {
   markers = tempDir("setpoint-logs-markers-");
-  ({ up, agent, client, kubectl } = await startUpWithAgent({
+  ({ up, agent, client, kubectl, agentOptions } = await startUpWithAgent({
     prefix: "setpoint-logs-",
     nodeName: NODE,
     range: RANGE,
@@ -160,9 +165,6 @@ it("refuses as Kubernetes does", async () => {
   expect((await k.fails(["logs", "two", "-c", "a", "--previous"])).stderr).toContain(
     'previous terminated container "a" in pod "two" not found',
   );
-  expect((await k.fails(["logs", "two", "-c", "a", "--timestamps"])).stderr).toContain(
-    "do not record when each line was written",
-  );
   const invalid = await k.fails([
     "get",
     "--raw",
@@ -210,6 +212,65 @@ it("follows a log as it is written until the client goes", async () => {
   // The apiserver closed its stream from the agent once kubectl went.
   await eventually("the agent's connection closed", () => connectionsTo(port) === 0, 5_000);
 });
+
+const STAMPED = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.\d{9}Z (.*)$/;
+
+it("serves --timestamps, --since and --since-time from the times the relay records", async () => {
+  const k = kubectl!;
+  const stamped = await eventually("a's three lines", async () => {
+    const l = (await k.ok(["logs", "two", "-c", "a", "--timestamps"])).split("\n");
+    return l.length === 4 ? l : undefined;
+  });
+  expect(stamped.pop()).toBe("");
+  expect(stamped.map((l) => STAMPED.exec(l)?.[2])).toEqual(["a1", "a2", "a3"]);
+  expect(await k.ok(["logs", "two", "-c", "a", "--since=1h"])).toBe("a1\na2\na3\n");
+  expect(await k.ok(["logs", "two", "-c", "a", "--since-time=2099-01-01T00:00:00Z"])).toBe("");
+  // The ticker's lines over more than one second: from a second on, exactly the lines stamped in or after it.
+  const lines = await eventually("ticks in two seconds", async () => {
+    const all = (await k.ok(["logs", "ticker", "--timestamps"])).trimEnd().split("\n");
+    const seconds = new Set(all.map((l) => STAMPED.exec(l)?.[1]));
+    return seconds.size >= 3 ? all : undefined;
+  });
+  const second = STAMPED.exec(lines[lines.length - 1])?.[1] ?? "";
+  const since = await k.ok(["logs", "ticker", "--timestamps", `--since-time=${second}Z`]);
+  const expected = lines.filter((l) => (STAMPED.exec(l)?.[1] ?? "") >= second);
+  expect(since.trimEnd().split("\n").slice(0, expected.length)).toEqual(expected);
+  expect(lines.length).toBeGreaterThan(expected.length);
+  // --tail with --timestamps: the last lines, each stamped.
+  const last = (await k.ok(["logs", "ticker", "--timestamps", "--tail=2"])).trimEnd().split("\n");
+  expect(last).toHaveLength(2);
+  for (const l of last) expect(l).toMatch(STAMPED);
+}, 30_000);
+
+it("keeps logging while the agent restarts: the log relay outlives it and is adopted", async () => {
+  const k = kubectl!;
+  const agentDir = agentOptions!.dataDir;
+  const relays = logRelayProcesses([agentDir]);
+  expect(relays).toHaveLength(1);
+  const count = async () => (await k.ok(["logs", "ticker"])).trimEnd().split("\n").length;
+  const before = await count();
+  await stopChild(agent!.child);
+  // The ticker goes on writing through the relay while no agent runs.
+  const file = join(agentDir, "pods");
+  const ticks = () => {
+    const pod = readdirSync(file).find((n) => n.startsWith("default_ticker_"));
+    return pod ? readFileSync(join(file, pod, "tick", "0.log"), "utf8").split("\n").length - 1 : 0;
+  };
+  const offline = ticks();
+  await eventually("lines written while no agent runs", () => ticks() >= offline + 5);
+  agent = await startAgentProcess(agentOptions!);
+  expect(logRelayProcesses([agentDir])).toEqual(relays);
+  const after = await eventually("the log served again", async () => {
+    const text = await k.ok(["logs", "ticker"]).catch(() => "");
+    return text.split("\n").length > before + 5 ? text : undefined;
+  });
+  // Every tick, in order, none missing.
+  const numbers = after
+    .trimEnd()
+    .split("\n")
+    .map((l) => Number(/^tick (\d+)$/.exec(l)?.[1]));
+  expect(numbers).toEqual(numbers.map((_, i) => i));
+}, 60_000);
 
 it("serves --previous after a restart", async () => {
   const k = kubectl!;

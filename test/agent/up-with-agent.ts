@@ -12,6 +12,7 @@ import { Kubectl } from "../e2e/helpers/kubectl.ts";
 import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
 import {
   type AgentProcess,
+  type AgentProcessOptions,
   killPodProcesses,
   startAgentProcess,
   stopChild,
@@ -22,6 +23,8 @@ import { removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 export interface UpWithAgent {
   up: SetpointProcess;
   agent: AgentProcess;
+  /** How the agent was started (to start it again). */
+  agentOptions: AgentProcessOptions;
   client: Client;
   kubectl: Kubectl;
 }
@@ -42,15 +45,16 @@ export async function startUpWithAgent(opts: UpWithAgentOptions): Promise<UpWith
   const tokens = join(dir, "tokens.csv");
   writeFileSync(tokens, opts.tokens.map((line) => `${line}\n`).join(""));
   const up = await startSetpoint(["--data-dir", join(dir, "up"), "--token-auth-file", tokens]);
-  const agent = await startAgentProcess({
+  const agentOptions: AgentProcessOptions = {
     kubeconfig: up.kubeconfig,
     nodeName: opts.nodeName,
     dataDir: join(dir, "agent"),
     imageDir: images.root,
     range: opts.range,
-  });
+  };
+  const agent = await startAgentProcess(agentOptions);
   const client = new Client(loadKubeconfig({ path: up.kubeconfig }));
-  return { up, agent, client, kubectl: new Kubectl(up.kubeconfig) };
+  return { up, agent, agentOptions, client, kubectl: new Kubectl(up.kubeconfig) };
 }
 
 /** Stops what startUpWithAgent started (any part of it), and removes the temporary directories. */
@@ -61,7 +65,7 @@ export async function stopUpWithAgent(
   await parts?.kubectl?.close();
   parts?.client?.close();
   if (parts?.agent) await stopChild(parts.agent.child);
-  // The agent's service proxy outlives it, as its Pods do.
+  // The agent's service proxy and log relay outlive it, as its Pods do.
   await stopServiceProxies();
   killPodProcesses(range);
   await parts?.up?.stop();

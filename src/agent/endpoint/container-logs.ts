@@ -8,13 +8,19 @@
  * lines, `limitBytes` stops after that many bytes, and `follow` keeps sending what
  * is appended (across a rotation) until the run ends or the caller goes.
  *
- * The files hold what the process wrote and nothing else (the process writes
- * them directly, so it keeps logging while the agent is down): no line carries
- * the time it was written. `timestamps`, `sinceSeconds` and `sinceTime` are
- * therefore refused with a 400 that says so, rather than answered wrongly.
+ * The files are in the CRI format (the log relay writes them, ../log-relay/):
+ * each record is turned back into its line as the kubelet does, `timestamps`
+ * prefixes the line with its time (nine fraction digits), `sinceSeconds` and
+ * `sinceTime` skip the records written before, and `tailLines` counts records.
+ * A run started without the relay (by an agent from before it, and adopted; or
+ * with the relay switched off) has a file of the process's raw output: it is
+ * served as it is, and `timestamps`, `sinceSeconds` and `sinceTime` are refused
+ * for it with a 400 that says why, rather than answered wrongly. Which format a
+ * file holds is read from its first line, as the kubelet picks its parser.
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import type { ServerResponse } from "node:http";
+import { fixedTimestamp, parseRecord, parseTimestamp, pipesLeft } from "../log-relay/index.ts";
 import {
   type ContainerRecord,
   containerLogPath,
@@ -25,6 +31,8 @@ import {
 
 /** How often a followed log is looked at for new lines. */
 export const FOLLOW_POLL_MS = 100;
+/** How long a followed log waits, once its run ended, for the relay to write the rest. */
+export const RELAY_DRAIN_MS = 2_000;
 /** Bytes read from a log file at once. */
 const CHUNK_BYTES = 64 * 1024;
 
@@ -41,6 +49,9 @@ export class LogRequestError extends Error {
 export interface LogOptions {
   follow: boolean;
   previous: boolean;
+  timestamps?: boolean;
+  /** Records written before this (ns since the epoch) are skipped. */
+  sinceNs?: bigint;
   tailLines?: number;
   limitBytes?: number;
 }
@@ -60,21 +71,24 @@ function boolParam(query: URLSearchParams, name: string): boolean {
   return v === "true" || v === "1" || v === "True" || v === "TRUE" || v === "t" || v === "T";
 }
 
-/** The options of a request's query; 400 for what the files cannot answer. */
-export function logOptions(query: URLSearchParams): LogOptions {
-  for (const name of ["timestamps", "sinceSeconds", "sinceTime"]) {
-    const v = query.get(name);
-    if (v !== null && v !== "" && !(name === "timestamps" && !boolParam(query, name))) {
-      throw new LogRequestError(
-        400,
-        `${name} is not supported by this node: its container logs do not record when each line was written`,
-      );
-    }
-  }
+/** The options of a request's query (`now`: ms since the epoch, for sinceSeconds). */
+export function logOptions(query: URLSearchParams, now: number = Date.now()): LogOptions {
   const opts: LogOptions = {
     follow: boolParam(query, "follow"),
     previous: boolParam(query, "previous"),
   };
+  if (boolParam(query, "timestamps")) opts.timestamps = true;
+  const seconds = intParam(query, "sinceSeconds", 1);
+  if (seconds !== undefined) opts.sinceNs = BigInt(now - seconds * 1000) * 1_000_000n;
+  const time = query.get("sinceTime");
+  if (time) {
+    const ns = parseTimestamp(time);
+    if (ns === undefined) {
+      throw new LogRequestError(400, `sinceTime must be an RFC 3339 time, got ${time}`);
+    }
+    // As the kubelet: the later of the two.
+    if (opts.sinceNs === undefined || ns > opts.sinceNs) opts.sinceNs = ns;
+  }
   const tail = intParam(query, "tailLines", 0);
   if (tail !== undefined) opts.tailLines = tail;
   const limit = intParam(query, "limitBytes", 1);
@@ -176,10 +190,63 @@ function send(res: ServerResponse, chunk: Buffer): Promise<void> {
   });
 }
 
+/** The first line of a run's log (up to CHUNK_BYTES), empty when nothing is written yet. */
+function firstLine(files: string[]): Buffer {
+  for (const f of files) {
+    const head = readRange(f, 0, Math.min(sizeOf(f), CHUNK_BYTES));
+    if (!head.length) continue;
+    const nl = head.indexOf(0x0a);
+    return nl < 0 ? head : head.subarray(0, nl + 1);
+  }
+  return Buffer.alloc(0);
+}
+
+/**
+ * Turns a CRI log's bytes into what the client reads: each record's line (with
+ * its time first when asked), records before `since` left out. Bytes after the
+ * last newline wait for the rest of their line.
+ */
+class CriLines {
+  private rest: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly opts: LogOptions) {}
+
+  push(chunk: Buffer, final = false): Buffer {
+    const data = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
+    const out: Buffer[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = data.indexOf(0x0a, start);
+      if (nl < 0 && !(final && start < data.length)) break;
+      const end = nl < 0 ? data.length : nl + 1;
+      const rec = parseRecord(data.subarray(start, end));
+      start = end;
+      if (!rec) continue;
+      if (this.opts.sinceNs !== undefined && (parseTimestamp(rec.time) ?? 0n) < this.opts.sinceNs) {
+        continue;
+      }
+      if (this.opts.timestamps) out.push(Buffer.from(`${fixedTimestamp(rec.time)} `));
+      out.push(rec.content);
+    }
+    this.rest = Buffer.from(data.subarray(start));
+    return Buffer.concat(out);
+  }
+}
+
+/** The inode of a file (0 when it is gone). */
+function inodeOf(path: string): number {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Answers a log request for a container of `record` (the response's headers not
  * yet sent). `current` gives the container's record as it is now: a followed log
- * ends once the run being read is no longer the running one.
+ * ends once the run being read is no longer the running one (and the relay has
+ * written all it had of it).
  */
 export async function serveContainerLog(
   res: ServerResponse,
@@ -198,34 +265,51 @@ export async function serveContainerLog(
     container,
     run,
   );
+  // What is there now: the rotated copies, then the file up to its current size.
+  const files = runFiles(path);
+  const head = firstLine(files);
+  const cri = head.length
+    ? parseRecord(head) !== undefined
+    : !(rec.process && run === rec.restartCount && rec.process.logFormat !== "cri");
+  if (!cri && (opts.timestamps || opts.sinceNs !== undefined)) {
+    throw new LogRequestError(
+      400,
+      `container ${JSON.stringify(container)} in pod ${JSON.stringify(meta.name ?? "")}: this run's log was written without the log relay and does not record when each line was written (timestamps, sinceSeconds and sinceTime need a run started by this agent)`,
+    );
+  }
+  const lines = cri ? new CriLines(opts) : undefined;
   res.writeHead(200, { "Content-Type": "text/plain", "Cache-Control": "no-cache" });
   res.flushHeaders();
   let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
-  const emit = async (chunk: Buffer): Promise<boolean> => {
+  const write = async (chunk: Buffer): Promise<boolean> => {
     if (res.destroyed || budget <= 0) return false;
     const part = chunk.length > budget ? chunk.subarray(0, budget) : chunk;
     budget -= part.length;
     if (part.length) await send(res, part);
     return budget > 0 && !res.destroyed;
   };
+  const emit = (chunk: Buffer, final = false) => write(lines ? lines.push(chunk, final) : chunk);
 
-  // What is there now: the rotated copies, then the file up to its current size.
-  const files = runFiles(path);
+  let inode = inodeOf(path);
   let offset = sizeOf(path);
   const sizes = files.map((f) => (f === path ? offset : sizeOf(f)));
   let more = true;
   if (opts.tailLines !== undefined) {
-    // Newest file first, until enough lines are in hand.
+    // Newest file first, until enough lines (records) are in hand.
     let buf = Buffer.alloc(0);
     for (let i = files.length - 1; i >= 0; i--) {
       buf = Buffer.concat([readRange(files[i], 0, sizes[i]), buf]);
       if (tail(buf, opts.tailLines).length < buf.length) break;
     }
-    more = await emit(tail(buf, opts.tailLines));
+    more = await emit(tail(buf, opts.tailLines), !opts.follow);
   } else {
     for (let i = 0; i < files.length && more; i++) {
       for (let from = 0; from < sizes[i] && more; from += CHUNK_BYTES) {
-        more = await emit(readRange(files[i], from, Math.min(sizes[i], from + CHUNK_BYTES)));
+        const to = Math.min(sizes[i], from + CHUNK_BYTES);
+        more = await emit(
+          readRange(files[i], from, to),
+          !opts.follow && i === files.length - 1 && to === sizes[i],
+        );
       }
     }
   }
@@ -234,25 +318,44 @@ export async function serveContainerLog(
     const now = current();
     return Boolean(now?.process) && now?.restartCount === run;
   };
+  let endedAt = 0;
   while (more && opts.follow && !opts.previous && !res.destroyed) {
     const alive = following();
+    const ino = inodeOf(path);
     const size = sizeOf(path);
+    if (ino !== inode && inode !== 0) {
+      // Renamed away by the relay's rotation: the rest of what was read is now `.1`.
+      const rotated = `${path}.1`;
+      if (inodeOf(rotated) === inode) {
+        const end = sizeOf(rotated);
+        if (end > offset) more = await emit(readRange(rotated, offset, end));
+      }
+      inode = ino;
+      offset = 0;
+      continue;
+    }
     if (size < offset) {
-      // Rotated: what was appended before the truncation is at the end of `.1`.
+      // Copied and truncated (a file written without the relay): the rest is at the end of `.1`.
       const rotated = `${path}.1`;
       const end = sizeOf(rotated);
       if (end > offset) more = await emit(readRange(rotated, offset, end));
       offset = 0;
       continue;
     }
+    inode ||= ino;
     if (size > offset) {
       const to = Math.min(size, offset + CHUNK_BYTES);
       more = await emit(readRange(path, offset, to));
       offset = to;
       continue;
     }
-    if (!alive) break;
+    if (!alive) {
+      // The run ended: done once the relay has written all of it (its pipes are gone).
+      endedAt ||= Date.now();
+      if (!cri || !pipesLeft(path) || Date.now() - endedAt > RELAY_DRAIN_MS) break;
+    }
     await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
   }
+  if (lines && more && !res.destroyed) await emit(Buffer.alloc(0), true);
   if (!res.writableEnded) res.end();
 }

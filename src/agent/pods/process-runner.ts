@@ -1,7 +1,9 @@
 /**
  * Starting, watching and stopping one container process. A process is spawned
  * detached (the leader of its own process group, in its own session, so it
- * outlives the agent), its output appended to its log file, stdin closed. Its
+ * outlives the agent), stdin closed, its stdout and stderr written to the log
+ * relay's named pipes (../log-relay/: the relay writes the log file, each line
+ * with its time) or, without a relay, appended to its log file as they are. Its
  * end is learned from the child's exit when this agent started it, or by polling
  * /proc when it was adopted from an earlier agent (exit code then unknown).
  * Stopping runs the preStop hook, sends SIGTERM to the group, waits out the grace
@@ -12,6 +14,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { constants } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
+import type { LogRelayClient, RunPipes } from "../log-relay/index.ts";
 import { cgroupWrapper } from "./cgroups.ts";
 import { closeLog, openLog } from "./logs.ts";
 import {
@@ -34,6 +37,8 @@ export interface SpawnSpec {
   logPath: string;
   image: string;
   imageID: string;
+  /** The log relay: output goes through it (CRI format); without one, straight to the file. */
+  logRelay?: LogRelayClient;
   /** The container's cgroup: its id and the `cgroup.procs` files the process joins before it execs. */
   cgroup?: { id: string; procs: string[] };
   /**
@@ -76,7 +81,7 @@ export type SpawnResult =
   | { ok: false; message: string };
 
 /** Spawns a container process; resolves once it runs (or failed to start). */
-export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
+export async function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
   let [cmd, ...args] = spec.argv;
   const shown = cmd;
   if (spec.cgroup || spec.wrap) {
@@ -86,15 +91,26 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
     // the shell's exit.
     const file = resolveCommand(cmd, spec.env, spec.cwd);
     if (!file) {
-      return Promise.resolve({
-        ok: false,
-        message: `exec: "${cmd}": executable file not found in $PATH`,
-      });
+      return { ok: false, message: `exec: "${cmd}": executable file not found in $PATH` };
     }
     const argv = spec.wrap ? spec.wrap([file, ...args]) : [file, ...args];
     [cmd, ...args] = spec.cgroup ? cgroupWrapper(spec.cgroup.procs, argv) : argv;
   }
-  const fd = openLog(spec.logPath);
+  let pipes: RunPipes | undefined;
+  if (spec.logRelay) {
+    await spec.logRelay.ready();
+    try {
+      pipes = await spec.logRelay.pipes(spec.logPath);
+    } catch (err) {
+      return { ok: false, message: `could not make the log pipes: ${(err as Error).message}` };
+    }
+  }
+  const fd = pipes ? -1 : openLog(spec.logPath);
+  const release = (started: boolean) => {
+    if (!pipes) closeLog(fd);
+    else if (started) spec.logRelay?.handOver(pipes);
+    else spec.logRelay?.discard(pipes);
+  };
   return new Promise((done) => {
     let child: ChildProcess;
     try {
@@ -102,15 +118,15 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
         cwd: spec.cwd,
         env: spec.env,
         detached: true,
-        stdio: ["ignore", fd, fd],
+        stdio: ["ignore", pipes?.fds.stdout ?? fd, pipes?.fds.stderr ?? fd],
       });
     } catch (err) {
-      closeLog(fd);
+      release(false);
       done({ ok: false, message: (err as Error).message });
       return;
     }
     child.once("error", (err: NodeJS.ErrnoException) => {
-      closeLog(fd);
+      release(false);
       const message =
         err.code === "ENOENT"
           ? `exec: "${shown}": executable file not found in $PATH`
@@ -118,7 +134,7 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
       done({ ok: false, message });
     });
     child.once("spawn", () => {
-      closeLog(fd);
+      release(true);
       child.unref();
       const pid = child.pid ?? 0;
       const startTicks = processStartTicks(pid) ?? -1;
@@ -132,6 +148,7 @@ export function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
           containerID: `setpoint://${pid}-${startTicks}`,
           imageID: spec.imageID,
           image: spec.image,
+          ...(pipes ? { logFormat: "cri" as const } : {}),
           ...(spec.cgroup ? { cgroup: spec.cgroup.id } : {}),
         },
       });

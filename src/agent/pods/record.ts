@@ -31,6 +31,13 @@ export interface RunningProcess extends ProcessIdentity {
   image: string;
   /** The container's cgroup (cgroups.ts), when its limits are enforced. */
   cgroup?: string;
+  /**
+   * "cri": its output goes through the log relay, which writes the log file in
+   * the CRI format. Absent: the process appends to the file itself (started
+   * without a relay, or by an agent from before the relay), and the agent rotates
+   * the file by copying and truncating it.
+   */
+  logFormat?: "cri";
 }
 
 export interface ContainerRecord {

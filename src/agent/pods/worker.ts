@@ -23,6 +23,7 @@ import { existsSync, readlinkSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Container, Pod, Probe } from "@setpoint/api";
 import type { ImageStore, StoredImage } from "../images/index.ts";
+import type { LogRelayClient } from "../log-relay/index.ts";
 import type { Isolation } from "../sandbox/index.ts";
 import { type Backoff, goDuration } from "./backoff.ts";
 import { type Cgroups, containerLimits } from "./cgroups.ts";
@@ -60,6 +61,8 @@ export interface WorkerDeps {
   node: NodeResources;
   /** Where logs go (pods/<ns>_<name>_<uid>/...). */
   dataDir: string;
+  /** The log relay the containers' output goes through (absent: straight to their files). */
+  logRelay?: LogRelayClient;
   /** Containers' cgroups (memory and CPU limits); absent or not enforced: limits are not applied. */
   cgroups?: Cgroups;
   /** The isolated mode: each Pod in its own network namespace, each container in its own mount namespace. */
@@ -242,6 +245,7 @@ export class PodWorker {
         l.env = this.envFor(c, proc.image, undefined);
         l.cwd = undefined;
         l.unwatch = watchExit(proc, undefined, (exit) => this.exited(rec, c, init, proc, exit));
+        if (proc.logFormat === "cri") this.deps.logRelay?.hold(this.logPath(rec));
         this.startProbes(rec, c, true);
       } else {
         gone++;
@@ -396,11 +400,7 @@ export class PodWorker {
     // The run's count: taken on once it has started (or failed to), so a status made while
     // it is being spawned still shows the last run as it ended, with its own count.
     const restartCount = rec.terminated ? rec.restartCount + 1 : rec.restartCount;
-    const logPath = containerLogPath(
-      podLogDir(this.deps.dataDir, meta.namespace ?? "default", meta.name ?? "", uid),
-      c.name,
-      restartCount,
-    );
+    const logPath = this.logPath(rec, restartCount);
     const wrap = await this.sandboxFor(rec, c, env);
     if (wrap === false || this.closed || this.record.terminating) return;
     const cgroup = argv.length === 0 ? undefined : this.makeCgroup(c, restartCount);
@@ -416,6 +416,7 @@ export class PodWorker {
             imageID: stored.digest,
             ...(cgroup ? { cgroup } : {}),
             ...(wrap ? { wrap } : {}),
+            ...(this.deps.logRelay ? { logRelay: this.deps.logRelay } : {}),
           });
     rec.restartCount = restartCount;
     if (!result.ok) {
@@ -580,6 +581,7 @@ export class PodWorker {
     l.child = undefined;
     l.unwatch = undefined;
     if (rec.process !== proc) return;
+    if (proc.logFormat === "cri") this.deps.logRelay?.release(this.logPath(rec));
     // The OOM killer is read from the cgroup (even when the process ended while no agent ran).
     const oom =
       proc.cgroup !== undefined &&
@@ -711,7 +713,6 @@ export class PodWorker {
     });
   }
 
-  /** Rotates the log files of the running containers that grew past the limit. */
   /**
    * What a command run in a running container gets (`kubectl exec`): the
    * container's environment and working directory (an adopted process's, read from
@@ -738,17 +739,24 @@ export class PodWorker {
     return { env: l?.env ?? {}, cwd, ...(prefix ? { prefix } : {}) };
   }
 
+  /**
+   * Rotates the log files of the running containers that write them directly
+   * and grew past the limit (the log relay rotates the files it writes).
+   */
   rotateLogs(): void {
-    const meta = this.pod.metadata;
-    const dir = podLogDir(
-      this.deps.dataDir,
-      meta.namespace ?? "default",
-      meta.name ?? "",
-      this.record.uid,
-    );
     for (const rec of [...this.record.initContainers, ...this.record.containers]) {
-      if (rec.process) rotateIfLarge(containerLogPath(dir, rec.name, rec.restartCount));
+      if (rec.process && rec.process.logFormat !== "cri") rotateIfLarge(this.logPath(rec));
     }
+  }
+
+  /** The log file of a container's run (by default its current one). */
+  private logPath(rec: ContainerRecord, run: number = rec.restartCount): string {
+    const meta = this.pod.metadata;
+    return containerLogPath(
+      podLogDir(this.deps.dataDir, meta.namespace ?? "default", meta.name ?? "", this.record.uid),
+      rec.name,
+      run,
+    );
   }
 
   /**
