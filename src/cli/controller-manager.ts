@@ -13,6 +13,7 @@ import {
   checkControllerNames,
   createControllerManager,
   DEFAULT_EVENT_TTL_MS,
+  SCHEDULER_CONTROLLER,
   UnknownControllerError,
 } from "../controllers/index.ts";
 import { listenFailure } from "../controlplane/errors.ts";
@@ -29,6 +30,13 @@ Flags:
   --kubeconfig FILE          kubeconfig of the API server (default: $KUBECONFIG,
                              the pod's service account, then ~/.kube/config)
   --context NAME             kubeconfig context to use
+  --use-service-account-credentials  each controller writes as its own ServiceAccount
+                             in kube-system (bound to its system:controller:* role); the
+                             kubeconfig's user (system:kube-controller-manager) only
+                             reads and mints their tokens, as in Kubernetes
+  --scheduler-kubeconfig FILE  the scheduler's own kubeconfig (system:kube-scheduler;
+                             'setpoint credentials --scheduler' writes one); needed with
+                             --use-service-account-credentials unless the scheduler is off
   --disable-controllers NAME,...  built-in controllers not to run (as on \`setpoint up\`;
                              --disable is its deprecated old name)
   --leader-elect             act only while holding the Lease
@@ -104,6 +112,8 @@ async function run(argv: string[]): Promise<number> {
     options: {
       kubeconfig: { type: "string" },
       context: { type: "string" },
+      "use-service-account-credentials": { type: "boolean", default: false },
+      "scheduler-kubeconfig": { type: "string" },
       "disable-controllers": { type: "string" },
       // Deprecated: the old name of --disable-controllers.
       disable: { type: "string" },
@@ -128,12 +138,29 @@ async function run(argv: string[]): Promise<number> {
   const ttlMs = values["event-ttl"] ? parseDuration(values["event-ttl"]) : DEFAULT_EVENT_TTL_MS;
   const nodeFlags = parseNodeFlags(values);
   const restConfig = loadKubeconfig({ path: values.kubeconfig, context: values.context });
+  const useServiceAccountCredentials = values["use-service-account-credentials"];
+  const schedulerKubeconfig = values["scheduler-kubeconfig"];
+  if (
+    useServiceAccountCredentials &&
+    schedulerKubeconfig === undefined &&
+    !disabled.includes(SCHEDULER_CONTROLLER)
+  ) {
+    throw new ControllerManagerUsageError(
+      `--use-service-account-credentials needs --scheduler-kubeconfig (the scheduler is not a ServiceAccount), or --disable-controllers ${SCHEDULER_CONTROLLER}`,
+    );
+  }
+  const controllerClients =
+    schedulerKubeconfig !== undefined
+      ? { [SCHEDULER_CONTROLLER]: loadKubeconfig({ path: schedulerKubeconfig }) }
+      : undefined;
   const { logger } = createCliLogger(values);
   if (values.disable !== undefined) {
     logger.warn("--disable is deprecated: use --disable-controllers, as on `setpoint up`");
   }
   const cm = createControllerManager({
     restConfig,
+    useServiceAccountCredentials,
+    ...(controllerClients ? { controllerClients } : {}),
     disabled,
     leaderElection: values["leader-elect"],
     metricsAddr: values["metrics-addr"],

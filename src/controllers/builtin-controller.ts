@@ -5,11 +5,11 @@
  * runs beside them, leader or not (discovery, side informers), as runnables
  * whose lifecycle and readiness the Manager owns.
  */
-import type { Manager } from "@setpoint/runtime";
+import type { Client, Manager } from "@setpoint/runtime";
 
 export interface BuiltinController {
   /** The name `--disable` takes. */
   readonly name: string;
   /** Registers controllers, runnables, health checks and metrics with `mgr` (before it starts). */
-  setup(mgr: Manager): void;
+  setup(mgr: Manager, client?: Client): void;
 }

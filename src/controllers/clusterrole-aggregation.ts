@@ -7,7 +7,13 @@
  * role's rules are written only when they differ.
  */
 import { type KubeObject, labelSelectorFromMetav1, matchesLabels } from "@setpoint/api";
-import { isConflict, isNotFound, type Manager, type ReconcileContext } from "@setpoint/runtime";
+import {
+  type Client,
+  isConflict,
+  isNotFound,
+  type Manager,
+  type ReconcileContext,
+} from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin-controller.ts";
 
 /** The controller's name (what `--disable-controllers` takes). */
@@ -50,10 +56,11 @@ export function aggregatedRules(role: ClusterRole, all: ClusterRole[]): Record<s
 export class ClusterRoleAggregationController implements BuiltinController {
   readonly name = CLUSTER_ROLE_AGGREGATION_CONTROLLER;
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     mgr
       .controller(CLUSTER_ROLE_AGGREGATION_CONTROLLER)
       .for(CLUSTER_ROLE)
+      .withOptions({ client })
       .complete((_req, ctx) => this.reconcile(ctx));
   }
 

@@ -5,7 +5,7 @@
  * Every controller is an ordinary client of the API server.
  */
 import {
-  type Client,
+  Client,
   type LeaderElectionOptions,
   type Logger,
   Manager,
@@ -13,6 +13,10 @@ import {
   silentLogger,
 } from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin-controller.ts";
+import {
+  CONTROLLER_SERVICE_ACCOUNTS,
+  ServiceAccountCredentials,
+} from "./service-account-credentials.ts";
 
 /** The Lease the controller managers of one control plane compete for. */
 export const CONTROLLER_MANAGER_LEASE = "setpoint-controller-manager";
@@ -36,12 +40,26 @@ export interface ControllerManagerOptions {
   identity?: string;
   gracefulShutdownTimeoutMs?: number;
   logger?: Logger;
+  /**
+   * Each controller writes as its own ServiceAccount in kube-system, bound to its
+   * `system:controller:*` ClusterRole (Kubernetes' --use-service-account-credentials);
+   * the manager's own client only reads, and mints their tokens. Default false:
+   * every controller writes with the manager's client.
+   */
+  useServiceAccountCredentials?: boolean;
+  /**
+   * Clients of their own for some controllers, by name (the scheduler's, as
+   * `system:kube-scheduler`); they win over the ServiceAccounts.
+   */
+  controllerClients?: Readonly<Record<string, RestConfig>>;
 }
 
 export class ControllerManager {
   readonly manager: Manager;
   readonly controllers: readonly BuiltinController[];
   private readonly ownsClient: boolean;
+  private readonly credentials: ServiceAccountCredentials | undefined;
+  private readonly ownClients: Client[] = [];
 
   constructor(opts: ControllerManagerOptions, controllers: readonly BuiltinController[]) {
     const le = opts.leaderElection;
@@ -64,7 +82,28 @@ export class ControllerManager {
     });
     this.ownsClient = opts.client === undefined;
     this.controllers = controllers;
-    for (const c of controllers) c.setup(this.manager);
+    this.credentials = opts.useServiceAccountCredentials
+      ? new ServiceAccountCredentials(this.manager.client, { logger: this.manager.log })
+      : undefined;
+    for (const c of controllers) c.setup(this.manager, this.clientOf(c.name, opts));
+  }
+
+  /** The client controller `name` writes with, or undefined for the manager's. */
+  private clientOf(name: string, opts: ControllerManagerOptions): Client | undefined {
+    const own = opts.controllerClients?.[name];
+    if (own) {
+      const client = new Client(own);
+      this.ownClients.push(client);
+      return client;
+    }
+    const account = CONTROLLER_SERVICE_ACCOUNTS[name];
+    if (this.credentials && account) return this.credentials.clientFor(account);
+    if (this.credentials) {
+      throw new Error(
+        `controller ${name} has no ServiceAccount of its own; give it a client (controllerClients)`,
+      );
+    }
+    return undefined;
   }
 
   /** Names of the controllers this manager runs. */
@@ -90,6 +129,8 @@ export class ControllerManager {
   /** Stops reconciling (draining), releases the Lease, stops runnables, informers and servers. */
   async stop(): Promise<void> {
     await this.manager.stop();
+    this.credentials?.close();
+    for (const c of this.ownClients.splice(0)) c.close();
     if (this.ownsClient) this.manager.client.close();
   }
 

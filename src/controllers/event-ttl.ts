@@ -110,11 +110,12 @@ export class EventTtlController implements BuiltinController, Runnable {
     this.log = (opts.logger ?? silentLogger()).child({ controller: EVENT_TTL_CONTROLLER });
   }
 
-  setup(mgr: Manager): void {
-    this.client = mgr.client;
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.client = client;
     this.cache = mgr.cache;
     this.controller = mgr.addController(
       {
+        client,
         name: EVENT_TTL_CONTROLLER,
         reconciler: (req, ctx) => this.reconcile(req.namespace ?? "", req.name, ctx),
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_EVENT_TTL_WORKERS,

@@ -26,7 +26,10 @@
  *   (./ttl-after-finished.ts).
  *
  * Each is an ordinary client of the API (the runtime's Manager, informers and
- * work queues over HTTP) and can be switched off by name.
+ * work queues over HTTP) and can be switched off by name. With
+ * `useServiceAccountCredentials` each writes as its own ServiceAccount in
+ * kube-system (./service-account-credentials.ts), and `controllerClients` gives
+ * one a client of its own (the scheduler's, as `system:kube-scheduler`).
  *
  * ```ts
  * const cm = createControllerManager({
@@ -175,6 +178,12 @@ export {
   Scheduler,
   type SchedulerOptions,
 } from "./scheduler/index.ts";
+export {
+  CONTROLLER_ACCOUNTS_NAMESPACE,
+  CONTROLLER_SERVICE_ACCOUNTS,
+  CONTROLLER_TOKEN_SECONDS,
+  ServiceAccountCredentials,
+} from "./service-account-credentials.ts";
 export {
   DEFAULT_SERVICE_ACCOUNT,
   SERVICE_ACCOUNT_CONTROLLER,

@@ -192,12 +192,13 @@ export class NamespaceController implements BuiltinController {
 
   constructor(private readonly opts: NamespaceControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
-    this.client = mgr.client;
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.client = client;
     mgr
       .controller(NAMESPACE_CONTROLLER)
       .for(NAMESPACE)
       .withOptions({
+        client,
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_NAMESPACE_WORKERS,
         // Published on the leader's Lease (it sits in spec.finalizers, not metadata).
         finalizers: [NAMESPACE_FINALIZER],

@@ -10,6 +10,7 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import {
+  type Client,
   isAlreadyExists,
   isForbidden,
   isNotFound,
@@ -38,7 +39,7 @@ export class ServiceAccountController implements BuiltinController {
 
   constructor(private readonly opts: ServiceAccountControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     mgr
       .controller(SERVICE_ACCOUNT_CONTROLLER)
       .for(NAMESPACE)
@@ -48,6 +49,7 @@ export class ServiceAccountController implements BuiltinController {
           : undefined,
       )
       .withOptions({
+        client,
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_SERVICE_ACCOUNT_WORKERS,
       })
       .complete((req, ctx) => this.reconcile(req.name, ctx));

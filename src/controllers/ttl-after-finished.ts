@@ -10,6 +10,7 @@
  */
 import type { Job } from "@setpoint/api";
 import {
+  type Client,
   isNotFound,
   type Manager,
   type ReconcileContext,
@@ -49,11 +50,12 @@ export class TtlAfterFinishedController implements BuiltinController {
     this.now = opts.now ?? Date.now;
   }
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     mgr
       .controller(TTL_AFTER_FINISHED_CONTROLLER)
       .for<Job>(JOB)
       .withOptions({
+        client,
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_TTL_AFTER_FINISHED_WORKERS,
       })
       .complete((req, ctx) => this.reconcile(req, ctx));

@@ -19,6 +19,7 @@ import {
   type TlsMaterial,
 } from "../apiserver/server/certs.ts";
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
+import { CONTROLLER_MANAGER_USER, SCHEDULER_USER } from "../registry/builtin/rbac/index.ts";
 import type { CreatedFiles } from "./created-files.ts";
 
 /** The file in the data dir holding the admin bearer token (0600). */
@@ -85,6 +86,29 @@ export function nodeIdentity(nodeName: string): ComponentIdentity {
 /** The gateway's identity (bound to the `system:setpoint:gateway` ClusterRole). */
 export const GATEWAY_IDENTITY: ComponentIdentity = { user: "system:setpoint:gateway", groups: [] };
 
+/** The controller manager's identity (bound to `system:kube-controller-manager`). */
+export const CONTROLLER_MANAGER_IDENTITY: ComponentIdentity = {
+  user: CONTROLLER_MANAGER_USER,
+  groups: [],
+};
+
+/** The scheduler's identity (bound to `system:kube-scheduler` and `system:volume-scheduler`). */
+export const SCHEDULER_IDENTITY: ComponentIdentity = { user: SCHEDULER_USER, groups: [] };
+
+/** A client certificate for `who` signed by the CA `ca` (its certificate and key, PEM). */
+export async function signComponentCertificate(
+  ca: { cert: string; key: string },
+  who: ComponentIdentity,
+): Promise<{ caCert: string; cert: string; key: string }> {
+  const made = await issueCertificate({
+    commonName: who.user,
+    ...(who.groups.length > 0 ? { organizations: who.groups } : {}),
+    issuer: ca,
+    clientAuth: true,
+  });
+  return { caCert: ca.cert, ...made };
+}
+
 /**
  * A client certificate for `who`, signed by the CA kept in `dir` (ca.crt and
  * ca.key, as `setpoint up` makes them); throws when the data dir has no CA key.
@@ -101,13 +125,7 @@ export async function issueComponentCertificate(
     );
   }
   const [caCert, caKey] = await Promise.all([readFile(caPath, "utf8"), readFile(keyPath, "utf8")]);
-  const made = await issueCertificate({
-    commonName: who.user,
-    ...(who.groups.length > 0 ? { organizations: who.groups } : {}),
-    issuer: { cert: caCert, key: caKey },
-    clientAuth: true,
-  });
-  return { caCert, ...made };
+  return signComponentCertificate({ cert: caCert, key: caKey }, who);
 }
 
 /** The RestConfig of a component presenting a certificate for `who` signed by `dir`'s CA. */
@@ -116,7 +134,14 @@ export async function componentRestConfig(
   server: string,
   who: ComponentIdentity,
 ): Promise<RestConfig> {
-  const c = await issueComponentCertificate(dir, who);
+  return certificateRestConfig(server, await issueComponentCertificate(dir, who));
+}
+
+/** The RestConfig presenting a client certificate `c` to `server` (trusting c.caCert). */
+export function certificateRestConfig(
+  server: string,
+  c: { caCert: string; cert: string; key: string },
+): RestConfig {
   return {
     server,
     ca: Buffer.from(c.caCert),

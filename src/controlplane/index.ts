@@ -21,15 +21,19 @@ export {
 export { CreatedFiles } from "./created-files.ts";
 export {
   ADMIN_TOKEN_FILE,
+  CONTROLLER_MANAGER_IDENTITY,
   type ComponentIdentity,
   type Credentials,
+  certificateRestConfig,
   componentRestConfig,
   dataDirCredentials,
   GATEWAY_IDENTITY,
   issueComponentCertificate,
   NODE_KUBECONFIG_FILE,
   nodeIdentity,
+  SCHEDULER_IDENTITY,
   SERVICE_ACCOUNT_KEY_FILE,
+  signComponentCertificate,
   writeComponentKubeconfig,
 } from "./credentials.ts";
 export { StartupError, type StartupFailure } from "./errors.ts";

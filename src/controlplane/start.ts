@@ -23,13 +23,26 @@ import type { ConnectionLimits, InflightLimits } from "../apiserver/server/index
 import { writeKubeconfig } from "../apiserver/server/kubeconfig-yaml.ts";
 import { ensureKubernetesService } from "../apiserver/server/kubernetes-service.ts";
 import { type ApiServer, startApiServer } from "../apiserver/server/server.ts";
-import { type ControllerManager, createControllerManager } from "../controllers/index.ts";
+import {
+  type ControllerManager,
+  type CreateControllerManagerOptions,
+  createControllerManager,
+  SCHEDULER_CONTROLLER,
+} from "../controllers/index.ts";
 import { DEFAULT_SERVICE_RANGES, type ServiceRanges } from "../registry/builtin/index.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { Store } from "../storage/store.ts";
 import { ApiserverIdentity } from "./apiserver-identity.ts";
 import { CreatedFiles } from "./created-files.ts";
-import { type Credentials, dataDirCredentials, ephemeralCredentials } from "./credentials.ts";
+import {
+  CONTROLLER_MANAGER_IDENTITY,
+  type Credentials,
+  certificateRestConfig,
+  dataDirCredentials,
+  ephemeralCredentials,
+  SCHEDULER_IDENTITY,
+  signComponentCertificate,
+} from "./credentials.ts";
 import { listenFailure } from "./errors.ts";
 import { openStore, type StorageOptions } from "./store.ts";
 
@@ -91,7 +104,11 @@ export interface ControlPlaneOptions {
   clientCaCerts?: string[];
   /** An audit log: its policy, file and rotation (--audit-policy-file, --audit-log-*). */
   audit?: AuditOptions;
-  /** The built-in controllers, in process as loopback clients; false or absent: none. */
+  /**
+   * The built-in controllers, in process (as their own identities where the server
+   * authenticates and the CA's key is at hand; else as loopback clients); false or
+   * absent: none.
+   */
   controllers?: false | ControllerOptions;
   /** The ranges Services' cluster IPs and node ports come from (default 127.100.0.0/16, 30000-32767). */
   serviceRanges?: ServiceRanges;
@@ -124,6 +141,37 @@ export interface ControlPlane {
   readonly controllers: ControllerManager | undefined;
   /** Stops the controllers, the server and the store (and removes a temporary dir). */
   stop(): Promise<void>;
+}
+
+/**
+ * Who the in-process controllers are: where the server authenticates and this
+ * process holds the CA's key, the controller manager presents a certificate for
+ * `system:kube-controller-manager`, each controller writes as its own
+ * ServiceAccount, and the scheduler as `system:kube-scheduler`, as in Kubernetes;
+ * otherwise (plain http, no authentication) they all use the loopback config.
+ */
+async function controllerIdentities(
+  creds: Credentials,
+  server: string,
+  loopback: RestConfig,
+): Promise<
+  Pick<
+    CreateControllerManagerOptions,
+    "restConfig" | "useServiceAccountCredentials" | "controllerClients"
+  >
+> {
+  const caKey = creds.tls?.caKey;
+  if (!creds.tls || caKey === undefined || !creds.adminToken) return { restConfig: loopback };
+  const ca = { cert: creds.tls.caCert, key: caKey };
+  const [manager, scheduler] = await Promise.all([
+    signComponentCertificate(ca, CONTROLLER_MANAGER_IDENTITY),
+    signComponentCertificate(ca, SCHEDULER_IDENTITY),
+  ]);
+  return {
+    restConfig: certificateRestConfig(server, manager),
+    useServiceAccountCredentials: true,
+    controllerClients: { [SCHEDULER_CONTROLLER]: certificateRestConfig(server, scheduler) },
+  };
 }
 
 /** Starts a control plane; see the module comment. */
@@ -235,7 +283,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (opts.controllers) {
       const c = opts.controllers;
       const manager = createControllerManager({
-        restConfig: loopback,
+        ...(await controllerIdentities(creds, server.url, loopback)),
         disabled: c.disabled ?? [],
         leaderElection: c.leaderElection ?? false,
         ...(c.eventTtlMs ? { eventTtl: { ttlMs: c.eventTtlMs } } : {}),

@@ -29,6 +29,11 @@ export interface TlsMaterial {
    * NODE_CLIENT_USER_NAME, no groups (absent in a data dir without the CA's key).
    */
   nodeClient?: KeyAndCert;
+  /**
+   * PEM of the CA's key, when this process holds it: the control plane signs its
+   * own parts' client certificates with it (absent in a data dir without ca.key).
+   */
+  caKey?: string;
 }
 
 /** A certificate and its private key, both PEM. */
@@ -160,7 +165,10 @@ async function generateWithCa(hosts: string[]): Promise<{ tls: TlsMaterial; ca: 
   });
   const admin = await issueAdmin(ca);
   const nodeClient = await issueNodeClient(ca);
-  return { tls: { caCert: ca.cert, cert: server.cert, key: server.key, admin, nodeClient }, ca };
+  return {
+    tls: { caCert: ca.cert, cert: server.cert, key: server.key, admin, nodeClient, caKey: ca.key },
+    ca,
+  };
 }
 
 /** The apiserver's client certificate for the nodes' agents, signed by `ca`. */
@@ -228,6 +236,7 @@ export async function loadOrCreateTlsMaterial(
     const tls: TlsMaterial = { caCert, cert, key };
     // A data dir from before client certificates: without the CA's key, none can be signed.
     const caKey = existsSync(client.caKey) ? await readFile(client.caKey, "utf8") : undefined;
+    if (caKey !== undefined) tls.caKey = caKey;
     const pair = async (
       certPath: string,
       keyPath: string,

@@ -3,12 +3,17 @@
  * testing: three etcd members, two apiservers on them (sharing CA, admin token and
  * ServiceAccount key), two controller managers (one leads; the built-in scheduler is
  * one of their controllers), two node agents and a gateway, each a process of its
- * own on 127.0.0.1. Writes one kubeconfig naming both apiservers, prints where
- * everything is, and stops everything (the agents' Pods too) on SIGINT/SIGTERM.
+ * own on 127.0.0.1. Writes the admin's kubeconfig naming both apiservers, prints
+ * where everything is, and stops everything (the agents' Pods too) on
+ * SIGINT/SIGTERM. Each part authenticates as itself with a client certificate from
+ * the apiservers' CA: the controller managers as system:kube-controller-manager
+ * (each controller as its own ServiceAccount), their scheduler as
+ * system:kube-scheduler, the agents as system:node:node-N, the gateway as
+ * system:setpoint:gateway.
  *
  * Everything lives under --data-dir: layout.json (the ports, kept for the next
  * start), processes.json (names, roles, pids, addresses, log files), one directory
- * per process, logs/NAME.log, and the kubeconfig.
+ * per process, logs/NAME.log, the kubeconfig, and NAME.kubeconfig for each part.
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
@@ -20,8 +25,14 @@ import type { Logger } from "pino";
 import { CLIENT_CERT_FILES, TLS_FILES } from "../../apiserver/server/certs.ts";
 import {
   ADMIN_TOKEN_FILE,
+  CONTROLLER_MANAGER_IDENTITY,
+  type ComponentIdentity,
   CreatedFiles,
   dataDirCredentials,
+  GATEWAY_IDENTITY,
+  issueComponentCertificate,
+  nodeIdentity,
+  SCHEDULER_IDENTITY,
   SERVICE_ACCOUNT_KEY_FILE,
 } from "../../controlplane/index.ts";
 import { createCliLogger, LOG_OPTIONS, logUsage } from "../logging.ts";
@@ -308,6 +319,22 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
     token: creds.adminToken ?? "",
   });
   await ensureIngressClass(loadKubeconfig({ path: kubeconfig }), c.logger);
+  // Each part as itself, with a certificate from the apiservers' CA (as `setpoint credentials`).
+  const servers = layout.apiservers.map(apiserverUrl);
+  const identity = async (name: string, who: ComponentIdentity): Promise<string> => {
+    const made = await issueComponentCertificate(apiDirs[0], who);
+    const path = join(dir, `${name}.kubeconfig`);
+    await writeDevClusterKubeconfig(path, {
+      servers,
+      caCert: ca,
+      clientCertificate: { cert: made.cert, key: made.key },
+      user: who.user,
+    });
+    return path;
+  };
+  const managerKubeconfig = await identity("controller-manager", CONTROLLER_MANAGER_IDENTITY);
+  const schedulerKubeconfig = await identity("scheduler", SCHEDULER_IDENTITY);
+  const gatewayKubeconfig = await identity("gateway", GATEWAY_IDENTITY);
 
   for (let i = 0; i < CONTROLLER_MANAGERS; i++) {
     c.start({
@@ -318,7 +345,10 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
         ...setpoint,
         "controller-manager",
         "--kubeconfig",
-        kubeconfig,
+        managerKubeconfig,
+        "--use-service-account-credentials",
+        "--scheduler-kubeconfig",
+        schedulerKubeconfig,
         "--leader-elect",
         "--health-addr",
         `127.0.0.1:${layout.controllerManagers[i]}`,
@@ -329,6 +359,7 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
     });
   }
   for (let i = 0; i < AGENTS; i++) {
+    const nodeKubeconfig = await identity(`node-${i}`, nodeIdentity(`node-${i}`));
     c.start({
       name: `agent-${i}`,
       role: "agent",
@@ -337,7 +368,7 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
         ...setpoint,
         "agent",
         "--kubeconfig",
-        kubeconfig,
+        nodeKubeconfig,
         "--node-name",
         `node-${i}`,
         "--data-dir",
@@ -368,7 +399,7 @@ async function startCluster(c: StartContext): Promise<string | undefined> {
       ...setpoint,
       "gateway",
       "--kubeconfig",
-      kubeconfig,
+      gatewayKubeconfig,
       "--data-dir",
       join(dir, "gateway"),
       "--listen",

@@ -1,6 +1,7 @@
 /**
- * The dev cluster's kubeconfig: one context per apiserver (`apiserver-0`, the
- * current one, and `apiserver-1`), the same CA and admin token for each, and in
+ * The dev cluster's kubeconfigs: one context per apiserver (`apiserver-0`, the
+ * current one, and `apiserver-1`), the same CA and credentials for each (the
+ * admin's token, or a component's client certificate), and in
  * each cluster entry the runtime's servers extension listing every apiserver,
  * that one first, so Setpoint's clients fail over along it while kubectl talks to
  * the context's `server`.
@@ -12,8 +13,23 @@ import { stringify } from "yaml";
 
 export async function writeDevClusterKubeconfig(
   path: string,
-  opts: { servers: string[]; caCert: string; token: string },
+  opts: {
+    servers: string[];
+    caCert: string;
+    /** The admin's token; or `clientCertificate` for a component's own identity. */
+    token?: string;
+    clientCertificate?: { cert: string; key: string };
+    /** The user entry's name (default "admin"). */
+    user?: string;
+  },
 ): Promise<void> {
+  const userName = opts.user ?? "admin";
+  const user = opts.clientCertificate
+    ? {
+        "client-certificate-data": Buffer.from(opts.clientCertificate.cert).toString("base64"),
+        "client-key-data": Buffer.from(opts.clientCertificate.key).toString("base64"),
+      }
+    : { token: opts.token ?? "" };
   const names = opts.servers.map((_, i) => `apiserver-${i}`);
   const doc = {
     apiVersion: "v1",
@@ -31,10 +47,10 @@ export async function writeDevClusterKubeconfig(
         ],
       },
     })),
-    users: [{ name: "admin", user: { token: opts.token } }],
+    users: [{ name: userName, user }],
     contexts: names.map((name) => ({
       name,
-      context: { cluster: name, user: "admin", namespace: "default" },
+      context: { cluster: name, user: userName, namespace: "default" },
     })),
     "current-context": names[0],
     preferences: {},

@@ -18,6 +18,7 @@
 import type { Deployment, Pod, ReplicaSet } from "@setpoint/api";
 import { deepClone, isEverything, type LabelSelector, matchesLabels } from "@setpoint/api";
 import {
+  type Client,
   CONTROLLER_UID_INDEX,
   type EventRecorder,
   type Informer,
@@ -73,8 +74,8 @@ export class DeploymentController implements BuiltinController {
 
   constructor(private readonly opts: DeploymentControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: DEPLOYMENT_EVENT_SOURCE,
       instance: mgr.identity,
     });
@@ -92,7 +93,10 @@ export class DeploymentController implements BuiltinController {
       .watches<Pod>(POD, (p) => this.deploymentOfPod(p), {
         predicates: [{ create: () => false, update: () => false, generic: () => false }],
       })
-      .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_DEPLOYMENT_WORKERS })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_DEPLOYMENT_WORKERS,
+      })
       .complete((req, ctx) => this.reconcile(req, ctx));
   }
 

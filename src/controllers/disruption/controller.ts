@@ -24,6 +24,7 @@
 import type { KubeObject, OwnerReference, Pod, PodDisruptionBudget } from "@setpoint/api";
 import { deepEqual, matchesLabels } from "@setpoint/api";
 import {
+  type Client,
   type EventRecorder,
   type Informer,
   isConflict,
@@ -113,8 +114,8 @@ export class DisruptionController implements BuiltinController {
       opts.stalePodDisruptionTimeoutMs ?? DEFAULT_STALE_POD_DISRUPTION_TIMEOUT_MS;
   }
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: DISRUPTION_EVENT_SOURCE,
       instance: mgr.identity,
     });
@@ -127,12 +128,12 @@ export class DisruptionController implements BuiltinController {
       .controller(DISRUPTION_CONTROLLER)
       .for(PDB)
       .watches<Pod>(POD, (p) => this.budgetsOf(p))
-      .withOptions({ maxConcurrentReconciles: workers })
+      .withOptions({ client, maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcile(req, ctx));
     mgr
       .controller(`${DISRUPTION_CONTROLLER}-stale-pod-disruption`)
       .for(POD)
-      .withOptions({ maxConcurrentReconciles: workers })
+      .withOptions({ client, maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcileStalePod(req, ctx));
   }
 

@@ -11,6 +11,7 @@
 import type { Endpoints, KubeObject, Pod, Service } from "@setpoint/api";
 import { deepEqual } from "@setpoint/api";
 import {
+  type Client,
   type Informer,
   isAlreadyExists,
   isConflict,
@@ -117,7 +118,7 @@ export class EndpointController implements BuiltinController {
 
   constructor(private readonly opts: EndpointControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     this.pods = mgr.cache.informerFor<Pod>(POD);
     this.services = mgr.cache.informerFor<Service>(SERVICE);
     mgr
@@ -133,7 +134,10 @@ export class EndpointController implements BuiltinController {
         name: e.metadata.name ?? "",
         namespace: e.metadata.namespace ?? "",
       }))
-      .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_ENDPOINT_WORKERS })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_ENDPOINT_WORKERS,
+      })
       .complete((req, ctx) => this.reconcile(req.name, req.namespace ?? "", ctx));
   }
 

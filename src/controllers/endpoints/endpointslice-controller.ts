@@ -14,6 +14,7 @@
 import type { EndpointSlice, KubeObject, Pod, Service } from "@setpoint/api";
 import { deepEqual } from "@setpoint/api";
 import {
+  type Client,
   type Informer,
   isAlreadyExists,
   isConflict,
@@ -170,7 +171,7 @@ export class EndpointSliceController implements BuiltinController {
 
   constructor(private readonly opts: EndpointSliceControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     this.pods = mgr.cache.informerFor<Pod>(POD);
     this.services = mgr.cache.informerFor<Service>(SERVICE);
     this.slices = mgr.cache.informerFor<EndpointSlice>(SLICE);
@@ -188,7 +189,10 @@ export class EndpointSliceController implements BuiltinController {
         if (!svc || s.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return undefined;
         return { name: svc, namespace: s.metadata.namespace ?? "" };
       })
-      .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_ENDPOINTSLICE_WORKERS })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_ENDPOINTSLICE_WORKERS,
+      })
       .complete((req, ctx) => this.reconcile(req.name, req.namespace ?? "", ctx));
   }
 

@@ -91,8 +91,8 @@ export class GarbageCollector implements BuiltinController, Runnable {
     this.log = (opts.logger ?? silentLogger()).child({ controller: GARBAGE_COLLECTOR });
   }
 
-  setup(mgr: Manager): void {
-    this.client = mgr.client;
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.client = client;
     const events = new GraphEvents(this.graph, {
       enqueue: (uid) => this.enqueue(uid),
       requestDiscovery: () => this.requestDiscovery(),
@@ -111,6 +111,7 @@ export class GarbageCollector implements BuiltinController, Runnable {
     this.owners = new OwnerLookup(this.graph, monitors);
     this.controller = mgr.addController(
       {
+        client,
         name: GARBAGE_COLLECTOR,
         reconciler: (req, ctx) => this.reconcile(req.name, ctx),
         maxConcurrentReconciles: this.opts.workers ?? DEFAULT_GC_WORKERS,

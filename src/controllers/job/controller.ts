@@ -28,6 +28,7 @@
 import type { Job, Pod } from "@setpoint/api";
 import { deepClone, type LabelSelector, matchesLabels } from "@setpoint/api";
 import {
+  type Client,
   CONTROLLER_UID_INDEX,
   type EventRecorder,
   type Informer,
@@ -131,8 +132,8 @@ export class JobController implements BuiltinController {
     this.now = opts.now ?? Date.now;
   }
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: JOB_EVENT_SOURCE,
       instance: mgr.identity,
     });
@@ -152,7 +153,7 @@ export class JobController implements BuiltinController {
       .watches<Pod>(POD, (p) =>
         ownersToWake(p, "Job", (ns) => this.jobs.list({ namespace: ns }), "batch"),
       )
-      .withOptions({ maxConcurrentReconciles: workers })
+      .withOptions({ client, maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcile(req, ctx));
     const withFinalizer = (p: Pod) => hasTrackingFinalizer(p);
     const done = (j: Job) => isJobFinished(j) || j.metadata.deletionTimestamp !== undefined;
@@ -173,7 +174,7 @@ export class JobController implements BuiltinController {
             .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" })),
         { predicates: [{ create: done, update: (_, j) => done(j), generic: done }] },
       )
-      .withOptions({ maxConcurrentReconciles: 1 })
+      .withOptions({ client, maxConcurrentReconciles: 1 })
       .complete((req, ctx) => this.syncOrphanPod(req, ctx));
   }
 

@@ -23,6 +23,7 @@
  */
 import type { KubeObject, Node, NodeCondition, Pod } from "@setpoint/api";
 import {
+  type Client,
   type EventRecorder,
   type Informer,
   isConflict,
@@ -122,12 +123,12 @@ export class NodeLifecycleController implements BuiltinController {
       throw new RangeError("the node monitor grace period must be positive");
   }
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: TAINT_EVICTION_EVENT_SOURCE,
       instance: mgr.identity,
     });
-    this.nodeRecorder = new Recorder(mgr.client, {
+    this.nodeRecorder = new Recorder(client, {
       component: NODE_CONTROLLER_EVENT_SOURCE,
       instance: mgr.identity,
     });
@@ -142,7 +143,7 @@ export class NodeLifecycleController implements BuiltinController {
       .watches<Lease>(LEASE, (l) => [{ name: l.metadata.name ?? "" }], {
         scope: { namespace: NODE_LEASE_NAMESPACE },
       })
-      .withOptions({ maxConcurrentReconciles: workers })
+      .withOptions({ client, maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcileNode(req, ctx));
     mgr
       .controller(`${NODE_LIFECYCLE_CONTROLLER}-taint-eviction`)
@@ -152,7 +153,7 @@ export class NodeLifecycleController implements BuiltinController {
           .byIndex(NODE_NAME_INDEX, n.metadata.name ?? "")
           .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" })),
       )
-      .withOptions({ maxConcurrentReconciles: workers })
+      .withOptions({ client, maxConcurrentReconciles: workers })
       .complete((req, ctx) => this.reconcilePod(req, ctx));
   }
 

@@ -14,6 +14,7 @@
  */
 import type { Node, Pod } from "@setpoint/api";
 import {
+  type Client,
   type Controller,
   type Informer,
   isConflict,
@@ -73,11 +74,12 @@ export class PodGarbageCollector implements BuiltinController, Runnable {
     if (!(this.periodMs > 0)) throw new RangeError("the Pod GC period must be positive");
   }
 
-  setup(mgr: Manager): void {
+  setup(mgr: Manager, client: Client = mgr.client): void {
     this.nodes = mgr.cache.informerFor<Node>(NODE);
     this.pods = mgr.cache.informerFor<Pod>(POD);
     this.controller = mgr.addController(
       {
+        client,
         name: POD_GC_CONTROLLER,
         reconciler: (_req, ctx) => this.sweep(ctx),
         maxConcurrentReconciles: 1,

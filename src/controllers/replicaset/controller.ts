@@ -21,6 +21,7 @@
 import type { Pod, ReplicaSet } from "@setpoint/api";
 import { deepClone, type LabelSelector, matchesLabels } from "@setpoint/api";
 import {
+  type Client,
   CONTROLLER_UID_INDEX,
   type EventRecorder,
   type Informer,
@@ -108,8 +109,8 @@ export class ReplicaSetController implements BuiltinController {
 
   constructor(private readonly opts: ReplicaSetControllerOptions = {}) {}
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: REPLICASET_EVENT_SOURCE,
       instance: mgr.identity,
     });
@@ -131,7 +132,10 @@ export class ReplicaSetController implements BuiltinController {
       .watches<Pod>(POD, (p) =>
         ownersToWake(p, "ReplicaSet", (ns) => this.sets.list({ namespace: ns })),
       )
-      .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_REPLICASET_WORKERS })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_REPLICASET_WORKERS,
+      })
       .complete((req, ctx) => this.reconcile(req, ctx));
   }
 

@@ -27,6 +27,7 @@
  */
 import type { Node, Pod } from "@setpoint/api";
 import {
+  type Client,
   type Controller,
   type EventRecorder,
   type Informer,
@@ -113,8 +114,8 @@ export class Scheduler implements BuiltinController {
 
   constructor(private readonly opts: SchedulerOptions = {}) {}
 
-  setup(mgr: Manager): void {
-    this.recorder = new Recorder(mgr.client, {
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.recorder = new Recorder(client, {
       component: DEFAULT_SCHEDULER_NAME,
       instance: mgr.identity,
     });
@@ -143,7 +144,10 @@ export class Scheduler implements BuiltinController {
     this.controller = mgr
       .controller(SCHEDULER_CONTROLLER)
       .for(POD, { predicates: [matching<Pod>(needsScheduling)] })
-      .withOptions({ maxConcurrentReconciles: this.opts.workers ?? DEFAULT_SCHEDULER_WORKERS })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_SCHEDULER_WORKERS,
+      })
       .complete((req, ctx) => this.reconcile(req, ctx));
   }
 

@@ -28,6 +28,12 @@ export interface RestConfig {
   token?: string | undefined;
   /** File holding the bearer token; re-read periodically (service account tokens rotate). */
   tokenFile?: string | undefined;
+  /**
+   * Where the bearer token comes from when it is minted in process (a TokenRequest
+   * kept fresh by its owner): asked before each request, and with `refresh` after
+   * a 401. `token` wins over it; it wins over `tokenFile`.
+   */
+  tokenSource?: ((opts: { refresh: boolean }) => Promise<string>) | undefined;
   /** Basic authentication. */
   username?: string | undefined;
   password?: string | undefined;

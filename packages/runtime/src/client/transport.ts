@@ -89,7 +89,7 @@ export interface RequestSpec {
  * (bearer token, token file re-read every TOKEN_FILE_REFRESH_MS, basic auth,
  * client certificates), the rate limit, deadlines, request counts, and the
  * retries (after a 429 with Retry-After, and once after a 401 with a re-read
- * token file).
+ * token file or a refreshed token source).
  */
 export class Transport {
   /** Request counts, for benchmarks and tests that count API calls. */
@@ -145,6 +145,7 @@ export class Transport {
 
   private async bearer(): Promise<string | undefined> {
     if (this.config.token) return this.config.token;
+    if (this.config.tokenSource) return this.config.tokenSource({ refresh: false });
     const file = this.config.tokenFile;
     if (!file) return undefined;
     const now = Date.now();
@@ -276,9 +277,15 @@ export class Transport {
           continue;
         }
       }
-      if (attempt === 0 && isUnauthorized(r.error) && this.config.tokenFile && !this.config.token) {
-        this.fileToken = undefined;
-        continue;
+      if (attempt === 0 && isUnauthorized(r.error) && !this.config.token) {
+        if (this.config.tokenSource) {
+          await this.config.tokenSource({ refresh: true });
+          continue;
+        }
+        if (this.config.tokenFile) {
+          this.fileToken = undefined;
+          continue;
+        }
       }
       return r;
     }

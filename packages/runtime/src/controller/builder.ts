@@ -25,7 +25,7 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import type { InformerScope } from "../cache/cache.ts";
-import type { TypeRef } from "../client/client.ts";
+import type { Client, TypeRef } from "../client/client.ts";
 import type { Kind } from "../client/kind.ts";
 import type { Controller, ControllerOptions } from "./controller.ts";
 import type { Predicate } from "./predicates.ts";
@@ -49,17 +49,25 @@ export interface BuilderOptions {
   rateLimiter?: RateLimiter | undefined;
   /** Finalizers the controller handles; the manager publishes them on its lease. */
   finalizers?: string[] | undefined;
+  /**
+   * The client the reconciler writes (and records Events) with, when this
+   * controller acts as its own identity; default the manager's. Watches still
+   * go through the manager's shared informers.
+   */
+  client?: Client | undefined;
 }
+
+/** What a finished declaration hands the manager: the controller's options but the cache. */
+export type ControllerDeclaration = Omit<ControllerOptions, "client" | "cache"> & {
+  client?: Client | undefined;
+};
 
 /**
  * Where a finished declaration goes: the manager registers the controller and
  * connects its watches to the shared informers.
  */
 export interface ControllerRegistrar {
-  addController(
-    base: Omit<ControllerOptions, "client" | "cache">,
-    watches: WatchSpec[],
-  ): Controller;
+  addController(base: ControllerDeclaration, watches: WatchSpec[]): Controller;
 }
 
 export class ControllerBuilder {
@@ -136,7 +144,7 @@ export class ControllerBuilder {
       mapping:
         w.mapping.kind === "owner" ? { kind: "owner" as const, owner: forWatch.type } : w.mapping,
     }));
-    const base: Omit<ControllerOptions, "client" | "cache"> = {
+    const base: ControllerDeclaration = {
       name: this.name,
       reconciler,
       forType: forWatch.type,

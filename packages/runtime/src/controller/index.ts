@@ -32,6 +32,7 @@ export type {
   BuilderOptions,
   BuilderWatchOptions,
   ControllerBuilder,
+  ControllerDeclaration,
   MapFn,
   WatchSpec,
 } from "./builder.ts";

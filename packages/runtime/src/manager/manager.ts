@@ -32,8 +32,8 @@ import os from "node:os";
 import type { KubeObject } from "@setpoint/api";
 import { InformerCache, type InformerCacheOptions } from "../cache/cache.ts";
 import { Client, type RestConfig } from "../client/client.ts";
-import { ControllerBuilder } from "../controller/builder.ts";
-import { Controller, type ControllerOptions } from "../controller/controller.ts";
+import { ControllerBuilder, type ControllerDeclaration } from "../controller/builder.ts";
+import { Controller } from "../controller/controller.ts";
 import { RECONCILE_STATS_WINDOW_MS, type ReconcileStats } from "../controller/reconcile-stats.ts";
 import { connectWatch, type WatchSpec } from "../controller/watches.ts";
 import { createLogger, type Logger } from "../log.ts";
@@ -211,10 +211,7 @@ export class Manager {
    * Registers a controller (the builder's `complete` calls this). Controllers
    * added after start are connected and started right away.
    */
-  addController(
-    base: Omit<ControllerOptions, "client" | "cache">,
-    watches: WatchSpec[],
-  ): Controller {
+  addController(base: ControllerDeclaration, watches: WatchSpec[]): Controller {
     if (this.registered.some((r) => r.controller.name === base.name)) {
       throw new Error(`a controller named "${base.name}" is already registered`);
     }
@@ -223,7 +220,7 @@ export class Manager {
     }
     const controller = new Controller({
       ...base,
-      client: this.client,
+      client: base.client ?? this.client,
       cache: this.cache,
       logger: this.log,
       metrics: this.metrics,

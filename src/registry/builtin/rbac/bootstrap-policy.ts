@@ -4,9 +4,31 @@
  * the user-facing `admin`, `edit` and `view` (aggregated from the ClusterRoles
  * labelled `rbac.authorization.k8s.io/aggregate-to-*`, so a custom resource's
  * author can extend them), and the system roles every authenticated user holds:
- * discovery, the self reviews, and the public health and version paths.
+ * discovery, the self reviews, and the public health and version paths; and
+ * the roles of the control plane's own parts: the controller manager
+ * (`system:kube-controller-manager`), each of its controllers
+ * (`system:controller:*`, controller-policy.ts), the scheduler
+ * (`system:kube-scheduler`, `system:volume-scheduler`), nodes, the service proxy
+ * and the gateway.
  */
+
+/** The users the controller manager and the scheduler authenticate as. */
+export const CONTROLLER_MANAGER_USER = "system:kube-controller-manager";
+export const SCHEDULER_USER = "system:kube-scheduler";
+/** The leader Lease (in kube-system) the controller managers compete for. */
+export const CONTROLLER_MANAGER_LEASE_NAME = "setpoint-controller-manager";
+/** The scheduler's leader Lease, as Kubernetes names it. */
+export const SCHEDULER_LEASE_NAME = "kube-scheduler";
+
 import type { KubeObject } from "@setpoint/api";
+import {
+  CONTROLLER_ACCOUNTS_NAMESPACE,
+  CONTROLLER_ROLE_PREFIX,
+  CONTROLLER_ROLES,
+  controllerManagerRules,
+  schedulerRules,
+  VOLUME_SCHEDULER_RULES,
+} from "./controller-policy.ts";
 import type { PolicyRule } from "./rules.ts";
 
 const READ = ["get", "list", "watch"];
@@ -132,7 +154,13 @@ function aggregated(
   );
 }
 
-function binding(name: string, role: string, groups: string[], users: string[] = []): KubeObject {
+function binding(
+  name: string,
+  role: string,
+  groups: string[],
+  users: string[] = [],
+  serviceAccounts: { namespace: string; name: string }[] = [],
+): KubeObject {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRoleBinding",
@@ -145,6 +173,7 @@ function binding(name: string, role: string, groups: string[], users: string[] =
     subjects: [
       ...users.map((u) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: u })),
       ...groups.map((g) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: g })),
+      ...serviceAccounts.map((sa) => ({ kind: "ServiceAccount", ...sa })),
     ],
   };
 }
@@ -305,6 +334,14 @@ export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
       { verbs: ["list", "watch"], apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
     ],
   }),
+  clusterRole(CONTROLLER_MANAGER_USER, {
+    rules: controllerManagerRules(CONTROLLER_MANAGER_LEASE_NAME),
+  }),
+  clusterRole(SCHEDULER_USER, { rules: schedulerRules(SCHEDULER_LEASE_NAME) }),
+  clusterRole("system:volume-scheduler", { rules: [...VOLUME_SCHEDULER_RULES] }),
+  ...Object.entries(CONTROLLER_ROLES).map(([account, rules]) =>
+    clusterRole(`${CONTROLLER_ROLE_PREFIX}${account}`, { rules: [...rules] }),
+  ),
   // For services that delegate authentication and authorization to the apiserver.
   clusterRole("system:auth-delegator", {
     rules: [
@@ -329,6 +366,18 @@ export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly KubeObject[] = [
   ]),
   binding("system:node-proxier", "system:node-proxier", [], ["system:kube-proxy"]),
   binding("system:setpoint:gateway", "system:setpoint:gateway", [], ["system:setpoint:gateway"]),
+  binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [], [CONTROLLER_MANAGER_USER]),
+  binding(SCHEDULER_USER, SCHEDULER_USER, [], [SCHEDULER_USER]),
+  binding("system:volume-scheduler", "system:volume-scheduler", [], [SCHEDULER_USER]),
+  ...Object.keys(CONTROLLER_ROLES).map((account) =>
+    binding(
+      `${CONTROLLER_ROLE_PREFIX}${account}`,
+      `${CONTROLLER_ROLE_PREFIX}${account}`,
+      [],
+      [],
+      [{ namespace: CONTROLLER_ACCOUNTS_NAMESPACE, name: account }],
+    ),
+  ),
   // The agent runs the service proxy in its own process, as its node.
   binding("system:setpoint:service-proxy", "system:setpoint:service-proxy", ["system:nodes"]),
 ];

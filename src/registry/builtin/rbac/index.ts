@@ -2,7 +2,8 @@
  * RBAC (rbac.authorization.k8s.io/v1): the Role, ClusterRole, RoleBinding and
  * ClusterRoleBinding kinds (kinds.ts), how their rules are evaluated and compared
  * (rules.ts), and the roles and bindings every control plane starts with
- * (bootstrap-policy.ts). The apiserver's authorizer applies them to requests.
+ * (bootstrap-policy.ts; the built-in controllers' in controller-policy.ts). The
+ * apiserver's authorizer applies them to requests.
  */
 export {
   AUTOUPDATE_ANNOTATION,
@@ -10,8 +11,16 @@ export {
   BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
   BOOTSTRAP_CLUSTER_ROLES,
   BOOTSTRAP_LABELS,
+  CONTROLLER_MANAGER_LEASE_NAME,
+  CONTROLLER_MANAGER_USER,
   NODE_RULES,
+  SCHEDULER_USER,
 } from "./bootstrap-policy.ts";
+export {
+  CONTROLLER_ACCOUNTS_NAMESPACE,
+  CONTROLLER_ROLE_PREFIX,
+  CONTROLLER_ROLES,
+} from "./controller-policy.ts";
 export {
   clusterRoleBindingDefinition,
   clusterRoleDefinition,
