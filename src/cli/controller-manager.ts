@@ -145,7 +145,7 @@ async function run(argv: string[]): Promise<number> {
     schedulerKubeconfig === undefined &&
     !disabled.includes(SCHEDULER_CONTROLLER)
   ) {
-    throw new ControllerManagerUsageError(
+    throw new UsageError(
       `--use-service-account-credentials needs --scheduler-kubeconfig (the scheduler is not a ServiceAccount), or --disable-controllers ${SCHEDULER_CONTROLLER}`,
     );
   }

@@ -13,11 +13,12 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Deployment, KubeObject, Node, Pod, ReplicaSet } from "@setpoint/api";
+import type { KubeObject, Node, Pod, ReplicaSet } from "@setpoint/api";
 import { Client } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/apiserver/audit/index.ts";
 import { type ControlPlane, startControlPlane } from "../../src/controlplane/index.ts";
+import { nodeStatus } from "../controllers/helpers.ts";
 import { Kubectl } from "../e2e/helpers/kubectl.ts";
 import { eventually } from "../helpers/poll.ts";
 
@@ -29,6 +30,26 @@ const CRB = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBind
 const WAIT_MS = 30_000;
 
 const sa = (name: string) => `system:serviceaccount:kube-system:${name}`;
+
+/** A Deployment or ReplicaSet in `work` of `replicas` Pods labelled app=NAME. */
+function workload(
+  type: { apiVersion: string; kind: string },
+  name: string,
+  replicas: number,
+): KubeObject {
+  return {
+    ...type,
+    metadata: { name, namespace: "work" },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name, image: "hello" }] },
+      },
+    },
+  };
+}
 
 interface AuditEvent {
   stage: string;
@@ -78,25 +99,7 @@ describe("the built-in controllers as their own identities", () => {
     admin = new Client(cp.config);
     kubectl = new Kubectl(cp.kubeconfigPath);
     const node = await admin.create<Node>({ ...NODE, metadata: { name: "n1" } });
-    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    const resources = { cpu: "8", memory: "16Gi", pods: "110" };
-    await admin.updateStatus<Node>({
-      ...node,
-      status: {
-        capacity: resources,
-        allocatable: resources,
-        conditions: [
-          {
-            type: "Ready",
-            status: "True",
-            reason: "KubeletReady",
-            message: "",
-            lastHeartbeatTime: now,
-            lastTransitionTime: now,
-          },
-        ],
-      },
-    });
+    await admin.updateStatus<Node>({ ...node, status: nodeStatus("8") });
     await admin.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: "work" } });
   }, 60_000);
 
@@ -110,18 +113,7 @@ describe("the built-in controllers as their own identities", () => {
   it(
     "run a Deployment to bound Pods and collect it, each writing as itself",
     async () => {
-      await admin.create<Deployment>({
-        ...DEPLOYMENT,
-        metadata: { name: "web", namespace: "work" },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: "web" } },
-          template: {
-            metadata: { labels: { app: "web" } },
-            spec: { containers: [{ name: "web", image: "hello" }] },
-          },
-        },
-      });
+      await admin.create(workload(DEPLOYMENT, "web", 2));
       await eventually(
         async () => {
           const pods = await admin.list<Pod>(POD, { namespace: "work" });
@@ -219,18 +211,7 @@ describe("the built-in controllers as their own identities", () => {
     "a controller whose binding is taken away is refused with a 403",
     async () => {
       await admin.delete(CRB, "system:controller:replicaset-controller");
-      await admin.create<ReplicaSet>({
-        ...RS,
-        metadata: { name: "lone", namespace: "work" },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { app: "lone" } },
-          template: {
-            metadata: { labels: { app: "lone" } },
-            spec: { containers: [{ name: "c", image: "hello" }] },
-          },
-        },
-      });
+      await admin.create(workload(RS, "lone", 1));
       await eventually(
         () =>
           events().some(

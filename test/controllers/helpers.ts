@@ -4,7 +4,7 @@
  * objects with owner references, and polling with the controllers' longer wait.
  */
 
-import type { KubeObject, OwnerReference } from "@setpoint/api";
+import type { KubeObject, Node, OwnerReference } from "@setpoint/api";
 import { type Client, isNotFound, silentLogger } from "@setpoint/runtime";
 import {
   type ControllerManager,
@@ -102,4 +102,24 @@ export async function startControllers(
   });
   await cm.start();
   return cm;
+}
+
+/** A Node's status as an agent posts it: Ready=`ready` now, `cpu` cores, 4Gi, 110 Pods. */
+export function nodeStatus(cpu: string, ready: "True" | "False" = "True"): Node["status"] {
+  const t = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const resources = { cpu, memory: "4Gi", pods: "110" };
+  return {
+    capacity: resources,
+    allocatable: resources,
+    conditions: [
+      {
+        type: "Ready",
+        status: ready,
+        reason: ready === "True" ? "KubeletReady" : "KubeletNotReady",
+        message: "",
+        lastHeartbeatTime: t,
+        lastTransitionTime: t,
+      },
+    ],
+  };
 }

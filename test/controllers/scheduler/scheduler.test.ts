@@ -16,7 +16,7 @@ import { startTestEnv } from "../../../src/testenv/testenv.ts";
 import { freshNamespace } from "../../helpers/namespace.ts";
 import { sleep } from "../../helpers/poll.ts";
 import { startForFile } from "../../helpers/test-server.ts";
-import { EVENT, eventually, startControllers } from "../helpers.ts";
+import { EVENT, eventually, nodeStatus, startControllers } from "../helpers.ts";
 
 const env = startForFile(() => startTestEnv({ controllers: false }));
 startForFile(() =>
@@ -30,10 +30,6 @@ const NODE = { apiVersion: "v1", kind: "Node" } as const;
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
 const RS = { apiVersion: "apps/v1", kind: "ReplicaSet" } as const;
 const P = `s${process.pid}`;
-
-function stamp(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, "Z");
-}
 
 /** A Node posting Ready=`ready` with `cpu` cores, as an agent registers it. */
 async function makeNode(
@@ -49,25 +45,7 @@ async function makeNode(
 }
 
 async function setStatus(node: Node, cpu: string, ready: "True" | "False"): Promise<Node> {
-  const t = stamp();
-  const resources = { cpu, memory: "4Gi", pods: "110" };
-  return env.client.updateStatus<Node>({
-    ...node,
-    status: {
-      capacity: resources,
-      allocatable: resources,
-      conditions: [
-        {
-          type: "Ready",
-          status: ready,
-          reason: ready === "True" ? "KubeletReady" : "KubeletNotReady",
-          message: "",
-          lastHeartbeatTime: t,
-          lastTransitionTime: t,
-        },
-      ],
-    },
-  });
+  return env.client.updateStatus<Node>({ ...node, status: nodeStatus(cpu, ready) });
 }
 
 function pod(ns: string, name: string, spec: Partial<NonNullable<Pod["spec"]>> = {}): Pod {
