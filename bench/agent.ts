@@ -34,6 +34,25 @@ const RANGE = 83;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long any one wait may take before the run stops, naming what it waited for. */
+const WAIT_MS = Number(process.env.BENCH_AGENT_WAIT_MS ?? 180_000);
+
+/** Polls `check` until it returns a value other than undefined or false; throws after WAIT_MS. */
+async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  everyMs = 10,
+): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline)
+      throw new Error(`bench:agent: gave up after ${WAIT_MS} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 function pct(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : Number.NaN;
@@ -41,18 +60,18 @@ function pct(values: number[], p: number): number {
 
 /** Resolves once something accepts connections at host:port. */
 async function listening(host: string, port: number): Promise<void> {
-  for (;;) {
-    const ok = await new Promise<boolean>((done) => {
-      const s = connect({ host, port });
-      s.once("connect", () => {
-        s.destroy();
-        done(true);
-      });
-      s.once("error", () => done(false));
-    });
-    if (ok) return;
-    await sleep(10);
-  }
+  await until(
+    `something listening on ${host}:${port}`,
+    () =>
+      new Promise<boolean>((done) => {
+        const s = connect({ host, port });
+        s.once("connect", () => {
+          s.destroy();
+          done(true);
+        });
+        s.once("error", () => done(false));
+      }),
+  );
 }
 
 /** Bare baseline: `n` hello processes spawned at once, spawn to listening (ms each). */
@@ -126,7 +145,7 @@ async function startAgent(
 }
 
 async function stopAgent(a: AgentProc): Promise<void> {
-  if (a.child.exitCode !== null) return;
+  if (a.child.exitCode !== null || a.child.signalCode !== null) return;
   const exited = new Promise((r) => a.child.once("exit", r));
   a.child.kill("SIGTERM");
   await exited;
@@ -182,17 +201,18 @@ try {
   const created = new Map<string, number>();
   const ready = new Map<string, number>();
   const informer = new Informer<Pod>(client, POD, { namespace: "default" });
-  informer.addEventHandler({
-    onUpdate: (_o, p) => {
-      const name = p.metadata.name ?? "";
-      if (
-        !ready.has(name) &&
-        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
-      ) {
-        ready.set(name, performance.now() - (created.get(name) ?? 0));
-      }
-    },
-  });
+  // Seen as an update, or as an add when a relist is the first to bring the Pod.
+  const seeReady = (p: Pod) => {
+    const name = p.metadata.name ?? "";
+    if (
+      created.has(name) &&
+      !ready.has(name) &&
+      p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+    ) {
+      ready.set(name, performance.now() - (created.get(name) ?? 0));
+    }
+  };
+  informer.addEventHandler({ onAdd: seeReady, onUpdate: (_o, p) => seeReady(p) });
   const stopInformer = new AbortController();
   informer.start(stopInformer.signal);
   await informer.waitForSync();
@@ -202,16 +222,12 @@ try {
       const t = performance.now();
       created.set(name, t);
       await client.create(pod(name, "hello:1.0"));
-      let ip: string | undefined;
-      while (!ip) {
-        ip = informer.get(name, "default")?.status?.podIP;
-        if (!ip) await sleep(10);
-      }
+      const ip = await until(`${name}'s podIP`, () => informer.get(name, "default")?.status?.podIP);
       await listening(ip, 8080);
       return performance.now() - t;
     }),
   );
-  while (ready.size < PODS) await sleep(10);
+  await until(`all ${PODS} Pods Ready (${ready.size} so far)`, () => ready.size >= PODS);
   const readyMs = [...ready.values()];
   const bareP99 = pct(bare, 99);
   rows.push(
@@ -256,18 +272,26 @@ try {
   stopInformer.abort();
   for (let i = 0; i < PODS; i++)
     await client.delete(POD, `start-${i}`, "default", { gracePeriodSeconds: 1 });
-  while ((await client.list(POD, { namespace: "default" })).items.length > 0) await sleep(100);
+  await until(
+    "the started Pods gone",
+    async () => (await client.list(POD, { namespace: "default" })).items.length === 0,
+    100,
+  );
 
   // Idle Pods: memory and CPU of the agent.
   await Promise.all(
     Array.from({ length: IDLE }, (_, i) => client.create(pod(`idle-${i}`, "idle:1"))),
-  ).catch(() => {});
-  for (;;) {
-    const res = await fetch(`${agent.endpoint}/pods`);
-    const pods = (await res.json()) as { containers: { pid?: number }[] }[];
-    if (pods.length === IDLE && pods.every((p) => p.containers[0].pid)) break;
-    await sleep(200);
-  }
+  );
+  const endpoint = agent.endpoint;
+  await until(
+    `${IDLE} idle Pods running`,
+    async () => {
+      const res = await fetch(`${endpoint}/pods`);
+      const pods = (await res.json()) as { containers: { pid?: number }[] }[];
+      return pods.length === IDLE && pods.every((p) => p.containers[0].pid);
+    },
+    200,
+  );
   await sleep(3_000);
   const u1 = usage(agent.child.pid ?? 0);
   await sleep(10_000);
@@ -331,10 +355,7 @@ try {
   );
   printTable(`setpoint agent (${PODS} pods started at once, ${IDLE} idle)`, rows);
 } finally {
-  if (agent) {
-    agent.child.kill("SIGTERM");
-    await new Promise((r) => agent?.child.once("exit", r));
-  }
+  if (agent) await stopAgent(agent);
   const state = (() => {
     try {
       return JSON.parse(readFileSync(join(dir, "agent", "state.json"), "utf8")) as {
