@@ -347,6 +347,8 @@ export interface Requester {
   name: string;
   groups: string[];
   uid?: string;
+  /** What the authenticator adds (a Pod-bound token's pod-name, credential-id, ...), by key. */
+  extra?: Record<string, string[]>;
 }
 
 export interface ResourceDefinition {

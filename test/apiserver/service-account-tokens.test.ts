@@ -53,7 +53,7 @@ describe("ServiceAccountTokens", () => {
     });
     expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);
     expect(expires.getTime()).toBe(NOW.getTime() + 3600_000);
-    expect(tokens.verify(token, NOW)).toEqual({ ok: true, ...CLAIMS });
+    expect(tokens.verify(token, NOW)).toEqual({ ok: true, ...CLAIMS, jti: payload.jti });
     // Every token gets its own id.
     expect(decodePart(tokens.issue(CLAIMS, 3600, NOW).token, 1).jti).not.toBe(payload.jti);
   });
@@ -168,10 +168,12 @@ describe("ServiceAccountTokenAuthenticator", () => {
       ns === "team" && name === "bot" ? current : undefined,
     );
     const { token } = tokens.issue({ ...CLAIMS, audiences: [...tokens.audiences] }, 3600);
+    const jti = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).jti;
     expect(auth.authenticate(request(token))).toEqual({
       name: "system:serviceaccount:team:bot",
       uid: "uid-1",
       groups: ["system:serviceaccounts", "system:serviceaccounts:team"],
+      extra: { "authentication.kubernetes.io/credential-id": [`JTI=${jti}`] },
     });
     current = "uid-2"; // deleted and created again
     expect(auth.authenticate(request(token))).toBeUndefined();

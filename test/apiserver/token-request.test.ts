@@ -2,13 +2,21 @@
  * `serviceaccounts/<name>/token` over real HTTPS with token authentication: the
  * TokenRequest in JSON and in the protobuf kubectl sends, its defaults and
  * validation, and the token it returns authenticating as the ServiceAccount until
- * the account is deleted or recreated, or the Pod or Secret it is bound to is gone.
+ * the account is deleted or recreated, or the Pod or Secret it is bound to is gone;
+ * a Pod-bound token's user carries Kubernetes' extra (TokenReview and kubectl auth
+ * whoami).
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { ServiceAccountTokens } from "../../src/apiserver/server/index.ts";
+import { writeKubeconfig } from "../../src/apiserver/server/kubeconfig-yaml.ts";
 import { PROTOBUF_MAGIC } from "../../src/apiserver/wire/index.ts";
 import { request } from "../e2e/helpers/http.ts";
+import { Kubectl } from "../e2e/helpers/kubectl.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
@@ -141,6 +149,7 @@ describe("TokenRequest", () => {
       username: `system:serviceaccount:${NS}:deployer`,
       uid,
       groups: ["system:serviceaccounts", `system:serviceaccounts:${NS}`, "system:authenticated"],
+      extra: { "authentication.kubernetes.io/credential-id": [`JTI=${claims(token).jti}`] },
     });
     // RBAC: it may write ConfigMaps once bound to `edit` in its namespace.
     const configMap = { metadata: { name: "from-deployer" }, data: { a: "1" } };
@@ -357,6 +366,70 @@ describe("TokenRequest", () => {
       version: "v1",
       kind: "TokenRequest",
       verbs: ["create"],
+    });
+  });
+
+  it("gives a Pod-bound token's user Kubernetes' extra: its Pod, its Node and its id", async () => {
+    const node = await call("POST", "/api/v1/nodes", { metadata: { name: "extra-node" } });
+    expect(node.code, JSON.stringify(node.body)).toBe(201);
+    await createAccount("extra");
+    const pod = await call("POST", `/api/v1/namespaces/${NS}/pods`, {
+      metadata: { name: "extra-pod" },
+      spec: {
+        serviceAccountName: "extra",
+        nodeName: "extra-node",
+        containers: [{ name: "c", image: "hello" }],
+      },
+    });
+    expect(pod.code, JSON.stringify(pod.body)).toBe(201);
+    const made = await call(
+      "POST",
+      `${SA_PATH}/extra/token`,
+      tokenRequest({ boundObjectRef: { apiVersion: "v1", kind: "Pod", name: "extra-pod" } }),
+    );
+    expect(made.code, JSON.stringify(made.body)).toBe(201);
+    const token: string = made.body.status.token;
+    const k8s = claims(token)["kubernetes.io"] as Record<string, unknown>;
+    expect(k8s.node).toEqual({ name: "extra-node", uid: node.body.metadata.uid });
+    const extra = {
+      "authentication.kubernetes.io/credential-id": [`JTI=${claims(token).jti}`],
+      "authentication.kubernetes.io/node-name": ["extra-node"],
+      "authentication.kubernetes.io/node-uid": [node.body.metadata.uid],
+      "authentication.kubernetes.io/pod-name": ["extra-pod"],
+      "authentication.kubernetes.io/pod-uid": [pod.body.metadata.uid],
+    };
+    await accepted(token);
+    const review = await call("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenReview",
+      spec: { token },
+    });
+    expect(review.code, JSON.stringify(review.body)).toBe(201);
+    expect(review.body.status.user, JSON.stringify(review.body)).toEqual({
+      username: `system:serviceaccount:${NS}:extra`,
+      uid: expect.any(String),
+      groups: ["system:serviceaccounts", `system:serviceaccounts:${NS}`, "system:authenticated"],
+      extra,
+    });
+
+    // kubectl auth whoami, as the token, shows the same.
+    const dir = mkdtempSync(join(tmpdir(), "setpoint-token-extra-"));
+    const kubeconfig = join(dir, "kubeconfig");
+    await writeKubeconfig(kubeconfig, { server: srv.url, caCert: srv.caCert ?? "", token });
+    const kubectl = new Kubectl(kubeconfig);
+    try {
+      const out = parse(await kubectl.ok(["auth", "whoami", "-o", "yaml"]));
+      expect(out.status.userInfo.extra).toEqual(extra);
+    } finally {
+      await kubectl.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    // A token bound to nothing carries its id only.
+    const plain = await call("POST", `${SA_PATH}/extra/token`, tokenRequest());
+    const unbound = await whoami(plain.body.status.token);
+    expect(unbound.body.status.userInfo.extra).toEqual({
+      "authentication.kubernetes.io/credential-id": [`JTI=${claims(plain.body.status.token).jti}`],
     });
   });
 });

@@ -15,7 +15,7 @@ import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { invalid } from "../../registry/builtin/causes.ts";
 import { objectKey } from "../../registry/storage-keys.ts";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
-import type { BoundObject, ServiceAccountTokens } from "../tokens/index.ts";
+import type { BoundObject, NodeRef, ServiceAccountTokens } from "../tokens/index.ts";
 import type { RequestScope } from "./context.ts";
 import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
 import { respondObject } from "./respond.ts";
@@ -67,13 +67,16 @@ export async function createServiceAccountToken(
     expirationSeconds: number;
     boundObjectRef?: { apiVersion?: string; kind?: string; name?: string; uid?: string };
   };
-  const bound = spec.boundObjectRef
+  const target = spec.boundObjectRef
     ? await boundObject(scope, name, namespace, spec.boundObjectRef)
     : undefined;
+  const bound = target?.bound;
+  // A Pod-bound token names the Node the Pod is on (Kubernetes' ServiceAccountTokenPodNodeInfo).
+  const node = target?.nodeName ? await nodeRef(scope, target.nodeName) : undefined;
   const audiences = spec.audiences?.length ? spec.audiences : [...tokens.audiences];
   const now = new Date();
   const issued = tokens.issue(
-    { namespace, name, uid, audiences, ...(bound ? { bound } : {}) },
+    { namespace, name, uid, audiences, ...(bound ? { bound } : {}), ...(node ? { node } : {}) },
     spec.expirationSeconds,
     now,
   );
@@ -92,13 +95,27 @@ export async function createServiceAccountToken(
   respondObject(bodyScope, 201, answer);
 }
 
-/** The Pod or Secret a token is to be bound to, as kube-apiserver checks it. */
+/** The Node named `name` with its uid when the server has it (the name alone otherwise). */
+async function nodeRef(scope: RequestScope, name: string): Promise<NodeRef> {
+  const def = scope.ctx.registry.get("", "nodes");
+  if (!def) return { name };
+  const cache = scope.ctx.caches.forDef(def);
+  await cache.ready();
+  const entry = cache.get(objectKey(def, "", name));
+  const uid = entry ? (JSON.parse(entry.json) as KubeObject).metadata.uid : undefined;
+  return { name, ...(uid ? { uid } : {}) };
+}
+
+/**
+ * The Pod or Secret a token is to be bound to, as kube-apiserver checks it, and
+ * for a Pod the Node it is scheduled to.
+ */
 async function boundObject(
   scope: RequestScope,
   account: string,
   namespace: string,
   ref: { apiVersion?: string; kind?: string; name?: string; uid?: string },
-): Promise<BoundObject> {
+): Promise<{ bound: BoundObject; nodeName?: string }> {
   const group = (ref.apiVersion ?? "").includes("/") ? (ref.apiVersion ?? "").split("/")[0] : "";
   const kind = ref.kind ?? "";
   const plural =
@@ -118,7 +135,9 @@ async function boundObject(
   await cache.ready();
   const entry = cache.get(objectKey(def, namespace, name));
   if (!entry) throw errors.notFound({ group: "", resource: def.names.plural, name });
-  const obj = JSON.parse(entry.json) as KubeObject & { spec?: { serviceAccountName?: string } };
+  const obj = JSON.parse(entry.json) as KubeObject & {
+    spec?: { serviceAccountName?: string; nodeName?: string };
+  };
   if (kind === "Pod" && (obj.spec?.serviceAccountName ?? "") !== account) {
     throw errors.badRequest(
       `cannot bind token for serviceaccount ${JSON.stringify(account)} to pod running with different serviceaccount name.`,
@@ -131,5 +150,6 @@ async function boundObject(
       `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
     );
   }
-  return { kind, name, uid };
+  const nodeName = kind === "Pod" ? obj.spec?.nodeName : undefined;
+  return { bound: { kind, name, uid }, ...(nodeName ? { nodeName } : {}) };
 }

@@ -22,7 +22,20 @@ export interface UserInfo {
   name: string;
   groups: string[];
   uid?: string;
+  /** What the authenticator adds, by key (Kubernetes' user.Info extra). */
+  extra?: Record<string, string[]>;
 }
+
+/**
+ * The extra a ServiceAccount token's user carries, as Kubernetes 1.32 sets it: the
+ * token's id (`JTI=<jti>`), and for a token bound to a Pod its name and uid and the
+ * name and uid of the Node it runs on (ServiceAccountTokenPodNodeInfo).
+ */
+export const CREDENTIAL_ID_EXTRA = "authentication.kubernetes.io/credential-id";
+export const POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name";
+export const POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid";
+export const NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name";
+export const NODE_UID_EXTRA = "authentication.kubernetes.io/node-uid";
 
 /** The identity used when authentication is switched off (test environments). */
 export const ANONYMOUS_ADMIN: UserInfo = { name: "admin", groups: ["system:masters"] };
@@ -174,11 +187,22 @@ export class ServiceAccountTokenAuthenticator implements Authenticator {
         };
       }
     }
+    const extra: Record<string, string[]> = {};
+    if (bound?.kind === "Pod") {
+      extra[POD_NAME_EXTRA] = [bound.name];
+      extra[POD_UID_EXTRA] = [bound.uid];
+    }
+    if (verdict.jti) extra[CREDENTIAL_ID_EXTRA] = [`JTI=${verdict.jti}`];
+    if (bound?.kind === "Pod" && verdict.node) {
+      extra[NODE_NAME_EXTRA] = [verdict.node.name];
+      if (verdict.node.uid) extra[NODE_UID_EXTRA] = [verdict.node.uid];
+    }
     return {
       user: {
         name: serviceAccountUserName(namespace, name),
         uid,
         groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`],
+        ...(Object.keys(extra).length > 0 ? { extra } : {}),
       },
       audiences: verdict.audiences.filter((a) => audiences.includes(a)),
     };

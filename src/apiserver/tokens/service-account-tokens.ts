@@ -4,7 +4,8 @@
  * Kubernetes' claims for a bound service account token:
  *
  *   iss, sub "system:serviceaccount:NS:NAME", aud, exp, iat, nbf, jti,
- *   "kubernetes.io": { namespace, serviceaccount: { name, uid }, [pod | secret]: { name, uid } }
+ *   "kubernetes.io": { namespace, serviceaccount: { name, uid }, [pod | secret]: { name, uid },
+ *                      [node: { name, uid }] (a Pod-bound token: the Node the Pod runs on) }
  *
  * A token is valid while its signature, times and audience check out; the
  * authenticator (auth.ts) also requires the ServiceAccount to still exist with the
@@ -47,6 +48,14 @@ export interface TokenClaims {
   audiences: string[];
   /** The object the token is bound to (in the ServiceAccount's namespace). */
   bound?: BoundObject;
+  /** For a token bound to a Pod: the Node it is scheduled to (uid when the Node exists). */
+  node?: NodeRef;
+}
+
+/** A Node a Pod-bound token names. */
+export interface NodeRef {
+  name: string;
+  uid?: string;
 }
 
 /** A Pod or Secret a token lives only as long as. */
@@ -85,6 +94,9 @@ export type TokenVerdict =
       uid: string;
       audiences: string[];
       bound?: BoundObject;
+      /** The token's id (`jti`), when it has one. */
+      jti?: string;
+      node?: NodeRef;
     }
   | { ok: false; reason: TokenRefusal };
 
@@ -172,6 +184,14 @@ export class ServiceAccountTokens {
               [BOUND_CLAIMS[claims.bound.kind]]: { name: claims.bound.name, uid: claims.bound.uid },
             }
           : {}),
+        ...(claims.node
+          ? {
+              node: {
+                name: claims.node.name,
+                ...(claims.node.uid ? { uid: claims.node.uid } : {}),
+              },
+            }
+          : {}),
       },
       nbf: iat,
       sub: serviceAccountUserName(claims.namespace, claims.name),
@@ -244,6 +264,21 @@ export class ServiceAccountTokens {
       if (!isString(ref.name) || !isString(ref.uid)) return { ok: false, reason: "claims" };
       bound = { kind, name: ref.name, uid: ref.uid };
     }
-    return { ok: true, namespace, name, uid, audiences: aud, ...(bound ? { bound } : {}) };
+    let node: NodeRef | undefined;
+    const nodeClaim = k8s?.node as Record<string, unknown> | undefined;
+    if (nodeClaim !== undefined) {
+      if (!isString(nodeClaim.name)) return { ok: false, reason: "claims" };
+      node = { name: nodeClaim.name, ...(isString(nodeClaim.uid) ? { uid: nodeClaim.uid } : {}) };
+    }
+    return {
+      ok: true,
+      namespace,
+      name,
+      uid,
+      audiences: aud,
+      ...(bound ? { bound } : {}),
+      ...(isString(claims.jti) ? { jti: claims.jti } : {}),
+      ...(node ? { node } : {}),
+    };
   }
 }

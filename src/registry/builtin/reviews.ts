@@ -32,6 +32,11 @@ const userInfoSchema = defineSchema(
   `${AUTHENTICATION_V1}.UserInfo`,
   object(
     {
+      extra: {
+        type: "object",
+        description: "Any additional information provided by the authenticator.",
+        additionalProperties: strings(""),
+      },
       groups: strings("The names of groups this user is a part of."),
       uid: str("A unique value that identifies this user across time."),
       username: str("The name that uniquely identifies this user among all active users."),
@@ -250,6 +255,16 @@ function groupsOf(requester: Requester): string[] {
 }
 
 /** The answer keeps the request's metadata and spec, stamped with the time of the review. */
+/** A UserInfo as the reviews answer it: username, uid, groups, extra. */
+function userInfoOf(user: Requester): Record<string, unknown> {
+  return {
+    username: user.name,
+    ...(user.uid ? { uid: user.uid } : {}),
+    groups: groupsOf(user),
+    ...(user.extra && Object.keys(user.extra).length > 0 ? { extra: user.extra } : {}),
+  };
+}
+
 function answer(obj: KubeObject, now: Date, status: Record<string, unknown>): KubeObject {
   return {
     ...obj,
@@ -387,11 +402,7 @@ export const selfSubjectReviewDefinition = reviewDefinition(
   "k8s.io.api.authentication.v1.SelfSubjectReview",
   (obj, requester, now) =>
     answer(obj, now, {
-      userInfo: {
-        username: requester.name,
-        ...(requester.uid ? { uid: requester.uid } : {}),
-        groups: groupsOf(requester),
-      },
+      userInfo: userInfoOf(requester),
     }),
   undefined,
   ["v1beta1", "v1alpha1"],
@@ -461,9 +472,7 @@ export const tokenReviewDefinition = reviewDefinition(
     const user = result.user;
     return answer(obj, now, {
       ...(user ? { authenticated: true } : {}),
-      user: user
-        ? { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: groupsOf(user) }
-        : {},
+      user: user ? userInfoOf(user) : {},
       ...(user && result.audiences.length > 0 ? { audiences: result.audiences } : {}),
       ...(result.error ? { error: result.error } : {}),
     });
