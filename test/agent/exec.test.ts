@@ -18,7 +18,7 @@ import type { Kubectl } from "../e2e/helpers/kubectl.ts";
 import type { SetpointProcess } from "../e2e/helpers/setpoint.ts";
 import type { AgentProcess } from "./agent-process.ts";
 import { eventually } from "./helpers.ts";
-import { startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
+import { letReadPods, startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
 const RANGE = 89;
 const NODE = "exec-node";
@@ -153,12 +153,7 @@ it("picks the container named with -c, and refuses as Kubernetes does", async ()
 it("authorizes pods/exec with RBAC: get and create for a WebSocket", async () => {
   const k = kubectl!;
   const as = ["--token=runner-token"];
-  await k.ok(["create", "role", "pod-reader", "--verb=get", "--resource=pods"]);
-  await k.ok(["create", "rolebinding", "pod-reader", "--role=pod-reader", "--user=runner"]);
-  await eventually(
-    "the runner reading Pods",
-    async () => (await k.run([...as, "get", "pod", "one"])).code === 0,
-  );
+  await letReadPods(k, "runner", "runner-token", "one");
   const denied = await k.fails([...as, "exec", "one", "--", "echo", "hi"]);
   expect(denied.stderr).toContain(
     'User "runner" cannot create resource "pods/exec" in API group "" in the namespace "default"',

@@ -10,15 +10,14 @@
  * listens on (kubectl reports the agent's error and ends), and RBAC (create on
  * pods/portforward).
  */
-import { spawn } from "node:child_process";
 import type { Pod } from "@setpoint/api";
 import type { Client } from "@setpoint/runtime";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Kubectl, RunningKubectl } from "../e2e/helpers/kubectl.ts";
+import type { Kubectl, RunningKubectl } from "../e2e/helpers/kubectl.ts";
 import type { SetpointProcess } from "../e2e/helpers/setpoint.ts";
 import type { AgentProcess } from "./agent-process.ts";
 import { eventually } from "./helpers.ts";
-import { startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
+import { letReadPods, startKubectl, startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
 const RANGE = 91;
 const NODE = "pf-node";
@@ -28,17 +27,10 @@ let up: SetpointProcess | undefined;
 let agent: AgentProcess | undefined;
 let client: Client | undefined;
 let kubectl: Kubectl | undefined;
-const running: RunningKubectl[] = [];
 
 /** Starts `kubectl port-forward args...`, with `env` added to its environment. */
 function portForward(args: string[], env: NodeJS.ProcessEnv = {}): RunningKubectl {
-  const child = spawn("kubectl", ["port-forward", ...args], {
-    env: { ...process.env, HOME: kubectl!.home, KUBECONFIG: up!.kubeconfig, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const r = new RunningKubectl(child);
-  running.push(r);
-  return r;
+  return startKubectl(kubectl!, ["port-forward", ...args], { env });
 }
 
 /** The local ports kubectl reports, in the order of its `Forwarding from` lines. */
@@ -84,7 +76,6 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all(running.map((r) => r.stop()));
   await stopUpWithAgent({ up, agent, client, kubectl }, RANGE);
 });
 
@@ -140,12 +131,7 @@ it("reports a port nobody listens on as the kubelet does, and kubectl ends", asy
 
 it("authorizes pods/portforward with RBAC: create", async () => {
   const k = kubectl!;
-  await k.ok(["create", "role", "pod-reader", "--verb=get", "--resource=pods"]);
-  await k.ok(["create", "rolebinding", "pod-reader", "--role=pod-reader", "--user=forwarder"]);
-  await eventually(
-    "the forwarder reading Pods",
-    async () => (await k.run(["--token=forwarder-token", "get", "pod", "web"])).code === 0,
-  );
+  await letReadPods(k, "forwarder", "forwarder-token", "web");
   const denied = portForward(["--token=forwarder-token", "pod/web", "0:8080"]);
   const r = await denied.exited;
   expect(r.stderr).toContain(

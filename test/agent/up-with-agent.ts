@@ -5,10 +5,11 @@
  * leaves no process behind (the agent, its service proxy, its Pods' processes,
  * the apiserver).
  */
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client, loadKubeconfig } from "@setpoint/runtime";
-import { Kubectl } from "../e2e/helpers/kubectl.ts";
+import { Kubectl, RunningKubectl } from "../e2e/helpers/kubectl.ts";
 import { type SetpointProcess, startSetpoint } from "../e2e/helpers/setpoint.ts";
 import {
   type AgentProcess,
@@ -18,7 +19,7 @@ import {
   stopChild,
   stopServiceProxies,
 } from "./agent-process.ts";
-import { removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
+import { eventually, removeTempDirs, tempDir, testImageStore } from "./helpers.ts";
 
 export interface UpWithAgent {
   up: SetpointProcess;
@@ -27,6 +28,50 @@ export interface UpWithAgent {
   agentOptions: AgentProcessOptions;
   client: Client;
   kubectl: Kubectl;
+}
+
+/** The kubectl processes startKubectl started, stopped by stopUpWithAgent. */
+const started = new Set<RunningKubectl>();
+
+/**
+ * Starts `kubectl args...` against `kubectl`'s server, its stdin a pipe the test
+ * writes to; `env` is added to its environment, and with `tty` it runs in a
+ * pseudo-terminal of its own (util-linux `script`), as at a user's terminal.
+ */
+export function startKubectl(
+  kubectl: Kubectl,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; tty?: boolean } = {},
+): RunningKubectl {
+  const [cmd, argv] = opts.tty
+    ? ["script", ["-q", "-e", "-c", `kubectl ${args.join(" ")}`, "/dev/null"]]
+    : ["kubectl", args];
+  const child = spawn(cmd as string, argv as string[], {
+    env: { ...process.env, HOME: kubectl.home, KUBECONFIG: kubectl.kubeconfig, ...opts.env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const running = new RunningKubectl(child);
+  started.add(running);
+  void running.exited.then(() => started.delete(running));
+  return running;
+}
+
+/**
+ * Lets `user` (authenticated by `token`) get Pods, and waits until it can read
+ * `pod`: the first step of each RBAC test of a Pod subresource.
+ */
+export async function letReadPods(
+  kubectl: Kubectl,
+  user: string,
+  token: string,
+  pod: string,
+): Promise<void> {
+  await kubectl.ok(["create", "role", "pod-reader", "--verb=get", "--resource=pods"]);
+  await kubectl.ok(["create", "rolebinding", "pod-reader", "--role=pod-reader", `--user=${user}`]);
+  await eventually(
+    `${user} reading Pods`,
+    async () => (await kubectl.run([`--token=${token}`, "get", "pod", pod])).code === 0,
+  );
 }
 
 export interface UpWithAgentOptions {
@@ -62,6 +107,7 @@ export async function stopUpWithAgent(
   parts: Partial<UpWithAgent> | undefined,
   range: number,
 ): Promise<void> {
+  await Promise.all([...started].map((r) => r.stop()));
   await parts?.kubectl?.close();
   parts?.client?.close();
   if (parts?.agent) await stopChild(parts.agent.child);

@@ -256,6 +256,41 @@ export async function serveContainerLog(
   opts: LogOptions,
   current: () => ContainerRecord | undefined,
 ): Promise<void> {
+  await streamContainerLog(dataDir, record, container, opts, current, () => {
+    res.writeHead(200, { "Content-Type": "text/plain", "Cache-Control": "no-cache" });
+    res.flushHeaders();
+    return {
+      write: async (chunk) => {
+        await send(res, chunk);
+        return !res.destroyed;
+      },
+      gone: () => res.destroyed,
+    };
+  });
+  if (!res.writableEnded) res.end();
+}
+
+/** Where a log's lines go: `write` resolves once the chunk is taken, false when no more is wanted. */
+export interface LogSink {
+  write(chunk: Buffer): Promise<boolean>;
+  /** The reader went away. */
+  gone(): boolean;
+}
+
+/**
+ * Reads a container's log as serveContainerLog answers it, into the sink that
+ * `open` gives once the request is known to be answerable (a LogRequestError is
+ * thrown before). Attach follows a running container's output this way, from its
+ * end (`tailLines: 0`).
+ */
+export async function streamContainerLog(
+  dataDir: string,
+  record: PodRecord,
+  container: string,
+  opts: LogOptions,
+  current: () => ContainerRecord | undefined,
+  open: () => LogSink,
+): Promise<void> {
   const rec = current();
   if (!rec) throw new LogRequestError(404, `container ${JSON.stringify(container)} not found`);
   const meta = record.pod.metadata;
@@ -278,15 +313,14 @@ export async function serveContainerLog(
     );
   }
   const lines = cri ? new CriLines(opts) : undefined;
-  res.writeHead(200, { "Content-Type": "text/plain", "Cache-Control": "no-cache" });
-  res.flushHeaders();
+  const sink = open();
   let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
   const write = async (chunk: Buffer): Promise<boolean> => {
-    if (res.destroyed || budget <= 0) return false;
+    if (sink.gone() || budget <= 0) return false;
     const part = chunk.length > budget ? chunk.subarray(0, budget) : chunk;
     budget -= part.length;
-    if (part.length) await send(res, part);
-    return budget > 0 && !res.destroyed;
+    if (part.length && !(await sink.write(part))) return false;
+    return budget > 0 && !sink.gone();
   };
   const emit = (chunk: Buffer, final = false) => write(lines ? lines.push(chunk, final) : chunk);
 
@@ -319,7 +353,7 @@ export async function serveContainerLog(
     return Boolean(now?.process) && now?.restartCount === run;
   };
   let endedAt = 0;
-  while (more && opts.follow && !opts.previous && !res.destroyed) {
+  while (more && opts.follow && !opts.previous && !sink.gone()) {
     const alive = following();
     const ino = inodeOf(path);
     const size = sizeOf(path);
@@ -356,6 +390,5 @@ export async function serveContainerLog(
     }
     await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
   }
-  if (lines && more && !res.destroyed) await emit(Buffer.alloc(0), true);
-  if (!res.writableEnded) res.end();
+  if (lines && more && !sink.gone()) await emit(Buffer.alloc(0), true);
 }

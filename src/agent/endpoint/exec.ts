@@ -113,7 +113,7 @@ function shellQuote(word: string): string {
 }
 
 /** A v1 Status as the error channel carries it. */
-function statusMessage(status: Record<string, unknown>): Buffer {
+export function statusMessage(status: Record<string, unknown>): Buffer {
   return Buffer.from(JSON.stringify({ metadata: {}, ...status }));
 }
 

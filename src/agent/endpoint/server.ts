@@ -4,13 +4,14 @@
  * and verified against the cluster's CA, and only the apiserver let in
  * (authenticate.ts). It serves GET /containerLogs/{namespace}/{pod}/{container}
  * (container-logs.ts), and upgrades (upgrade.ts): WebSockets to
- * /exec/{namespace}/{pod}/{container} (exec.ts) and /portForward/{namespace}/{pod}
- * (port-forward.ts); /attach is refused (400).
+ * /exec/{namespace}/{pod}/{container} (exec.ts) and
+ * /attach/{namespace}/{pod}/{container} (attach.ts), SPDY to
+ * /portForward/{namespace}/{pod} (port-forward.ts, spdy.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { Duplex } from "node:stream";
-import type { ContainerRecord, PodRecord } from "../pods/index.ts";
+import { containerOf, type PodRecord } from "../pods/index.ts";
 import { checkCaller } from "./authenticate.ts";
 import { LogRequestError, logOptions, serveContainerLog } from "./container-logs.ts";
 import type { ExecContext, ExecSessions } from "./exec.ts";
@@ -37,12 +38,6 @@ function plain(res: ServerResponse, code: number, text: string): void {
   }
   res.writeHead(code, { "Content-Type": "text/plain; charset=utf-8" });
   res.end(`${text}\n`);
-}
-
-function containerOf(record: PodRecord | undefined, name: string): ContainerRecord | undefined {
-  return record
-    ? [...record.initContainers, ...record.containers].find((c) => c.name === name)
-    : undefined;
 }
 
 async function handle(

@@ -2,18 +2,19 @@
  * The endpoint's upgraded connections, as the kubelet serves them to the
  * apiserver: `/exec/NS/NAME/CONTAINER` (query `command`, repeated, and `input`,
  * `output`, `error`, `tty`) over a WebSocket in the channel protocol (exec.ts),
- * and `/portForward/NS/NAME` over SPDY/3.1 (port-forward.ts). `/attach` is refused with a 400
- * that says why: a container's output goes to its log files and it reads no input,
- * so there is nothing to attach to (`kubectl logs -f` follows its output). SPDY
- * upgrades to /exec are refused too (kubectl 1.30 and later speak WebSockets).
+ * `/attach/NS/NAME/CONTAINER` (the same query without `command`) in the same
+ * protocol (attach.ts), and `/portForward/NS/NAME` over SPDY/3.1
+ * (port-forward.ts). SPDY upgrades to /exec and /attach are refused (kubectl 1.30
+ * and later speak WebSockets for them).
  * Callers are checked as for logs (authenticate.ts); refusals are plain text, as
  * the kubelet's are, and the apiserver relays them as they are.
  */
 import type { IncomingMessage } from "node:http";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import { type WebSocket, WebSocketServer } from "ws";
 import type { PodRecord } from "../pods/index.ts";
+import { attachTarget, runAttach } from "./attach.ts";
 import { checkCaller } from "./authenticate.ts";
 import {
   EXEC_PROTOCOLS,
@@ -35,6 +36,8 @@ export interface UpgradeOptions {
   pod(namespace: string, name: string): PodRecord | undefined;
   execContext(uid: string, container: string): ExecContext | undefined;
   sessions: ExecSessions;
+  /** The agent's data dir (where containers' logs and stdin pipes are). */
+  dataDir: string;
 }
 
 const execServer = new WebSocketServer({
@@ -97,73 +100,88 @@ export function serveUpgrade(
     return;
   }
   const [kind, namespace, podName, container] = parts;
-  if (kind === "exec" && parts.length === 4) {
-    serveExec(opts, req, socket, head, url.searchParams, namespace, podName, container);
+  if ((kind === "exec" || kind === "attach") && parts.length === 4) {
+    const at: StreamRequest = { opts, req, socket, head, namespace, podName, container };
+    if (kind === "exec") serveExec(at, url.searchParams);
+    else serveAttach(at, url.searchParams);
     return;
   }
   if (kind === "portForward" && parts.length === 3) {
     servePortForward(opts, req, socket, head, namespace, podName);
     return;
   }
-  if (kind === "attach" && parts.length === 4) {
-    refuse(
-      socket,
-      400,
-      "attach is not supported by this node: a container's output goes to its log files and it reads no input, so there is nothing to attach to (kubectl logs -f follows its output)",
-    );
-    return;
-  }
   refuse(socket, 404, "404 page not found");
   return;
 }
 
-function serveExec(
+/** An exec or attach request: the connection and the container it names. */
+interface StreamRequest {
+  opts: UpgradeOptions;
+  req: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+  namespace: string;
+  podName: string;
+  container: string;
+}
+
+/** The streams asked for, when at least one is (else refused). */
+function wantedStreams(at: StreamRequest, query: URLSearchParams) {
+  const flags = streamFlags(query);
+  if (!flags.stdin && !flags.stdout && !flags.stderr) {
+    refuse(at.socket, 400, "you must specify at least 1 of stdin, stdout, stderr");
+    return undefined;
+  }
+  return flags;
+}
+
+/** The record of the Pod namespace/name, when it runs here (else refused). */
+function podOf(
   opts: UpgradeOptions,
-  req: IncomingMessage,
   socket: Duplex,
-  head: Buffer,
-  query: URLSearchParams,
   namespace: string,
-  podName: string,
-  container: string,
-): void {
-  const spec: Omit<ExecSpec, "env" | "cwd"> = {
-    argv: query.getAll("command"),
-    stdin: flag(query, "input"),
-    stdout: flag(query, "output"),
-    stderr: flag(query, "error"),
-    tty: flag(query, "tty"),
-  };
-  if (!spec.stdin && !spec.stdout && !spec.stderr) {
-    refuse(socket, 400, "you must specify at least 1 of stdin, stdout, stderr");
+  name: string,
+): PodRecord | undefined {
+  const record = opts.pod(namespace, name);
+  if (!record) refuse(socket, 404, "pod does not exist");
+  return record;
+}
+
+function serveExec(at: StreamRequest, query: URLSearchParams): void {
+  const flags = wantedStreams(at, query);
+  if (!flags) return;
+  const argv = query.getAll("command");
+  if (argv.length === 0) {
+    refuse(at.socket, 400, "you must specify at least one command for the container");
     return;
   }
-  // With a terminal, stderr is the terminal.
-  if (spec.tty) spec.stderr = false;
-  if (spec.argv.length === 0) {
-    refuse(socket, 400, "you must specify at least one command for the container");
-    return;
-  }
-  const record = opts.pod(namespace, podName);
-  if (!record) {
-    refuse(socket, 404, "pod does not exist");
-    return;
-  }
-  const context = opts.execContext(record.uid, container);
+  const record = podOf(at.opts, at.socket, at.namespace, at.podName);
+  if (!record) return;
+  const context = at.opts.execContext(record.uid, at.container);
   if (!context) {
-    refuse(socket, 500, `container not found (${JSON.stringify(container)})`);
+    refuse(at.socket, 500, `container not found (${JSON.stringify(at.container)})`);
     return;
   }
+  const spec: ExecSpec = { argv, ...flags, ...context };
+  acceptChannels(at, "exec", (ws) => runExec(ws, spec, at.opts.sessions, record.uid));
+}
+
+/** Completes a WebSocket in the channel protocol for exec or attach; refuses SPDY and other protocols. */
+function acceptChannels(
+  at: StreamRequest,
+  what: "exec" | "attach",
+  open: (ws: WebSocket) => void,
+): void {
+  const { req, socket } = at;
   if (!isWebSocket(req)) {
     refuse(
       socket,
       400,
-      "SPDY is not served by this node: exec needs a WebSocket (kubectl 1.30 and later)",
+      `SPDY is not served by this node: ${what} needs a WebSocket (kubectl 1.30 and later)`,
     );
     return;
   }
-  const protocol = EXEC_PROTOCOLS.find((p) => offered(req).includes(p));
-  if (!protocol) {
+  if (!EXEC_PROTOCOLS.some((p) => offered(req).includes(p))) {
     refuse(
       socket,
       400,
@@ -171,9 +189,39 @@ function serveExec(
     );
     return;
   }
-  execServer.handleUpgrade(req, socket, head, (ws) => {
-    runExec(ws, { ...spec, ...context }, opts.sessions, record.uid);
-  });
+  execServer.handleUpgrade(req, socket, at.head, open);
+}
+
+/** The streams an exec or attach asks for (the kubelet's query); a terminal's stderr is the terminal. */
+function streamFlags(query: URLSearchParams): {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+} {
+  const flags = {
+    stdin: flag(query, "input"),
+    stdout: flag(query, "output"),
+    stderr: flag(query, "error"),
+    tty: flag(query, "tty"),
+  };
+  if (flags.tty) flags.stderr = false;
+  return flags;
+}
+
+function serveAttach(at: StreamRequest, query: URLSearchParams): void {
+  const flags = wantedStreams(at, query);
+  if (!flags) return;
+  const record = podOf(at.opts, at.socket, at.namespace, at.podName);
+  if (!record) return;
+  const target = attachTarget(at.opts.dataDir, record, at.container, () =>
+    at.opts.pod(at.namespace, at.podName),
+  );
+  if (!target) {
+    refuse(at.socket, 500, `container ${JSON.stringify(at.container)} is not running`);
+    return;
+  }
+  acceptChannels(at, "attach", (ws) => runAttach(ws, flags, target));
 }
 
 function servePortForward(
@@ -184,11 +232,8 @@ function servePortForward(
   namespace: string,
   podName: string,
 ): void {
-  const record = opts.pod(namespace, podName);
-  if (!record) {
-    refuse(socket, 404, "pod does not exist");
-    return;
-  }
+  const record = podOf(opts, socket, namespace, podName);
+  if (!record) return;
   if ((req.headers.upgrade ?? "").toLowerCase() !== "spdy/3.1") {
     refuse(
       socket,

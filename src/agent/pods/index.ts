@@ -35,8 +35,9 @@ export { PROBE_DEFAULTS } from "./probes.ts";
 export { groupExists, isAlive, processStartTicks } from "./proc.ts";
 export { resolveCommand } from "./process-runner.ts";
 export type { ContainerRecord, PodRecord, RunningProcess, TerminatedRun } from "./record.ts";
-export { rfc3339 } from "./record.ts";
+export { containerOf, rfc3339 } from "./record.ts";
 export { podPhase, podStatus } from "./status.ts";
+export { containerStdinPath, writeContainerStdin } from "./stdin.ts";
 export {
   containerMounts,
   containerRoot,

@@ -1,7 +1,8 @@
 /**
  * Starting, watching and stopping one container process. A process is spawned
  * detached (the leader of its own process group, in its own session, so it
- * outlives the agent), stdin closed, its stdout and stderr written to the log
+ * outlives the agent), stdin closed (or, with `stdin: true`, a named pipe that
+ * `kubectl attach` writes to: stdin.ts), its stdout and stderr written to the log
  * relay's named pipes (../log-relay/: the relay writes the log file, each line
  * with its time) or, without a relay, appended to its log file as they are. Its
  * end is learned from the child's exit when this agent started it, or by polling
@@ -26,6 +27,7 @@ import {
 } from "./proc.ts";
 import type { RunningProcess } from "./record.ts";
 import { rfc3339 } from "./record.ts";
+import { openContainerStdin } from "./stdin.ts";
 
 /** How often an adopted process is checked for its end, and a stopping one for its exit. */
 export const EXIT_POLL_MS = 500;
@@ -35,6 +37,8 @@ export interface SpawnSpec {
   cwd: string;
   env: Record<string, string>;
   logPath: string;
+  /** The named pipe that is the process's stdin (a container with `stdin: true`); none: stdin closed. */
+  stdinPath?: string;
   image: string;
   imageID: string;
   /** The log relay: output goes through it (CRI format); without one, straight to the file. */
@@ -105,8 +109,16 @@ export async function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
       return { ok: false, message: `could not make the log pipes: ${(err as Error).message}` };
     }
   }
+  let stdin: number | undefined;
+  try {
+    stdin = spec.stdinPath ? openContainerStdin(spec.stdinPath) : undefined;
+  } catch (err) {
+    if (pipes) spec.logRelay?.discard(pipes);
+    return { ok: false, message: `could not make the stdin pipe: ${(err as Error).message}` };
+  }
   const fd = pipes ? -1 : openLog(spec.logPath);
   const release = (started: boolean) => {
+    if (stdin !== undefined) closeLog(stdin);
     if (!pipes) closeLog(fd);
     else if (started) spec.logRelay?.handOver(pipes);
     else spec.logRelay?.discard(pipes);
@@ -118,7 +130,7 @@ export async function spawnContainer(spec: SpawnSpec): Promise<SpawnResult> {
         cwd: spec.cwd,
         env: spec.env,
         detached: true,
-        stdio: ["ignore", pipes?.fds.stdout ?? fd, pipes?.fds.stderr ?? fd],
+        stdio: [stdin ?? "ignore", pipes?.fds.stdout ?? fd, pipes?.fds.stderr ?? fd],
       });
     } catch (err) {
       release(false);

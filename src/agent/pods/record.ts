@@ -76,6 +76,16 @@ export interface PodRecord {
   sandbox?: PodSandbox;
 }
 
+/** The record of the container (or init container) `name` of `record`. */
+export function containerOf(
+  record: PodRecord | undefined,
+  name: string,
+): ContainerRecord | undefined {
+  return record
+    ? [...record.initContainers, ...record.containers].find((c) => c.name === name)
+    : undefined;
+}
+
 export function newContainerRecord(name: string): ContainerRecord {
   return { name, restartCount: 0, ready: false, started: false, done: false };
 }

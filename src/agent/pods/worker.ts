@@ -39,6 +39,7 @@ import {
   type RunningProcess,
   rfc3339,
 } from "./record.ts";
+import { containerStdinPath } from "./stdin.ts";
 import {
   containerMounts,
   mountEnv,
@@ -412,6 +413,7 @@ export class PodWorker {
             cwd,
             env,
             logPath,
+            ...(c.stdin ? { stdinPath: containerStdinPath(this.podDir, c.name) } : {}),
             image,
             imageID: stored.digest,
             ...(cgroup ? { cgroup } : {}),
