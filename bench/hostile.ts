@@ -16,6 +16,10 @@
  * - trickle: 1,000 connections sending a body one byte a second (timed out at 60 s);
  * - idle: 1,000 connections that send nothing (closed at 32 s).
  *
+ * Beside each phase's latencies it prints the server's CPU time per attack sent
+ * (the server child's, its writer thread included), a figure a busy machine
+ * disturbs less than latency.
+ *
  * The server is the one `setpoint up` runs (durable SQLite, built-in types), in a
  * child process (bench/lib/api-child.ts, compiled as the command is).
  *
@@ -142,15 +146,21 @@ async function main(): Promise<void> {
 
     for (const name of ATTACKS) {
       const setup = await prepare(name, server.url, attacker);
+      const cpu0 = await server.stats();
       const stop = { done: false };
       const running = setup.run ? repeat(setup.run, stop) : Promise.resolve(0);
       const during = await probe(prober, PHASE_MS);
       stop.done = true;
       const sent = await running;
+      const cpu1 = await server.stats();
       setup.cleanup?.();
       const p99 = during.p99;
+      // The server's CPU time per attack (steadier than latency on a busy machine).
+      const cpuMs = (cpu1.cpuUser + cpu1.cpuSystem - cpu0.cpuUser - cpu0.cpuSystem) / 1000;
+      const perAttack =
+        setup.run && sent > 0 ? `, server CPU ${(cpuMs / sent).toFixed(0)} ms each` : "";
       console.log(
-        `${name}: GET p50 ${during.p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (${during.count} GETs, ${during.failed} failed; ${setup.run ? `${sent} attacks sent` : setup.note})`,
+        `${name}: GET p50 ${during.p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (${during.count} GETs, ${during.failed} failed; ${setup.run ? `${sent} attacks sent${perAttack}` : setup.note})`,
       );
       rows.push({
         backend: "api",

@@ -6,7 +6,8 @@
  * caches follow the registry.
  *
  * The loop is an ordinary client of the API for its writes: status goes through
- * `/status`, and a CRD being deleted has its objects deleted one by one through
+ * `/status` (a JSON patch of the status alone, on condition that the CRD is still
+ * the one read), and a CRD being deleted has its objects deleted one by one through
  * the normal delete path (their finalizers are honoured) before the loop removes
  * the `customresourcecleanup.apiextensions.k8s.io` finalizer, so the CRD goes
  * away, and stops serving it. While a CRD is terminating, creates of its objects
@@ -15,10 +16,14 @@
  * It reads CRDs through a resource store like every other reader: the CRD type's
  * watch cache to follow them, storage for the object a reconcile starts from. At
  * start, the definitions of established CRDs are restored from that cache before
- * the server listens, so custom resources are served from the first request.
+ * the server listens, so custom resources are served from the first request. A
+ * CRD's definition is compiled again only when its generation moved (not for its
+ * own status write), and other requests are served between the steps of a
+ * reconcile, each tens of milliseconds for a CRD of megabytes.
  */
 import http from "node:http";
 import https from "node:https";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { KubeObject } from "@setpoint/api";
 import { errors, StatusError } from "@setpoint/api";
 import type { Logger } from "pino";
@@ -98,6 +103,8 @@ export interface CrdControllerOptions {
 interface Served {
   group: string;
   plural: string;
+  /** The CRD's metadata.generation the served definition was made from (unknown when restored). */
+  generation?: number;
 }
 
 /** The loop that serves CRDs; start() it once the server listens. */
@@ -227,13 +234,19 @@ export class CrdController {
       return false;
     }
     if (crd.metadata.deletionTimestamp) return this.#finalize(name, crd);
+    // A large CRD takes tens of milliseconds to read, to compile and to write back:
+    // other requests are served between those steps.
+    await nextTurn();
     const names = checkNames(registry, crd);
-    if (names.accepted) {
+    const generation = crd.metadata.generation;
+    if (!names.accepted) {
+      this.#unserve(name);
+    } else if (generation === undefined || this.#served.get(name)?.generation !== generation) {
+      // Compiled again only when the spec moved (not for its own status write).
       const def = crdToDefinition(crd);
       registry.add(def);
-      this.#served.set(name, { group: def.group, plural: def.names.plural });
-    } else {
-      this.#unserve(name);
+      this.#served.set(name, { group: def.group, plural: def.names.plural, generation });
+      await nextTurn();
     }
     await this.#writeStatus(crd, names.accepted, names.reason ?? "", names.message ?? "");
     return false;
@@ -300,11 +313,17 @@ export class CrdController {
       next.storedVersions = [...(next.storedVersions ?? []), storage];
     }
     if (JSON.stringify(stripTimes(next)) === JSON.stringify(stripTimes(status))) return;
-    const body = { ...crd, status: next };
+    // Only the status is sent (not the whole CRD, which may be megabytes), on
+    // condition that the CRD is still the one read: a JSON patch whose test fails
+    // when it changed meanwhile (the loop looks again then).
+    const patch = [
+      { op: "test", path: "/metadata/resourceVersion", value: crd.metadata.resourceVersion },
+      { op: "add", path: "/status", value: next },
+    ];
     await this.#request(
-      "PUT",
+      "PATCH",
       `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}/status`,
-      body,
+      patch,
     );
   }
 
@@ -362,7 +381,10 @@ export class CrdController {
     const url = new URL(path, this.#opts.url);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { Accept: "application/json" };
-    if (payload !== undefined) headers["Content-Type"] = "application/json";
+    if (payload !== undefined) {
+      headers["Content-Type"] =
+        method === "PATCH" ? "application/json-patch+json" : "application/json";
+    }
     if (this.#opts.token) headers.Authorization = `Bearer ${this.#opts.token}`;
     const mod = url.protocol === "https:" ? https : http;
     return new Promise((resolve, reject) => {
@@ -377,7 +399,8 @@ export class CrdController {
             const text = Buffer.concat(chunks).toString("utf8");
             const code = res.statusCode ?? 0;
             if (code >= 200 && code < 300) {
-              resolve(text ? JSON.parse(text) : {});
+              // Only what a GET read is looked at: a written CRD is not parsed again.
+              resolve(method === "GET" && text ? JSON.parse(text) : {});
             } else if (tolerated.includes(code)) {
               resolve({});
             } else {
