@@ -5,7 +5,8 @@
  * Pods use and not others, reads and writes its own Node and Lease but not another
  * node's, writes the status of its Pods and deletes only its Pods, cannot list all
  * Pods or Nodes, cannot set restricted labels on itself; every 403 in Kubernetes'
- * words. `kubectl auth can-i --as system:node:a --as-group system:nodes` answers as
+ * words. It asks for a ServiceAccount token only bound to a Pod of its own
+ * (NodeRestriction). `kubectl auth can-i --as system:node:a --as-group system:nodes` answers as
  * the authorizers decide, and no RBAC binding names system:nodes but the proxy's.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -282,6 +283,56 @@ spec:
     expect(made.stderr).toContain(
       'pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods',
     );
+  });
+
+  it("asks for ServiceAccount tokens bound to its own Pods only", async () => {
+    await admin.ok(["apply", "-f", "-"], {
+      input: `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: runner, namespace: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: tok-a, namespace: default}
+spec: {nodeName: a, serviceAccountName: runner, containers: [{name: app, image: app}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: tok-b, namespace: default}
+spec: {nodeName: b, serviceAccountName: runner, containers: [{name: app, image: app}]}
+`,
+    });
+    const uid = async (pod: string) =>
+      (await admin.ok(["get", "pod", pod, "-o", "jsonpath={.metadata.uid}"])).trim();
+    const [uidA, uidB] = [await uid("tok-a"), await uid("tok-b")];
+    const token = (...args: string[]) => ["create", "token", "runner", ...args];
+    const bound = (pod: string, podUid?: string) => [
+      "--bound-object-kind",
+      "Pod",
+      "--bound-object-name",
+      pod,
+      ...(podUid ? ["--bound-object-uid", podUid] : []),
+    ];
+    const refused = 'serviceaccounts "runner" is forbidden: ';
+    expect((await nodeA.fails(token())).stderr).toContain(
+      `${refused}node requested token not bound to a pod`,
+    );
+    expect((await nodeA.fails(token(...bound("tok-a")))).stderr).toContain(
+      `${refused}node requested token with a pod binding without a uid`,
+    );
+    expect((await nodeA.fails(token(...bound("tok-b", uidB)))).stderr).toContain(
+      `${refused}node requested token bound to a pod scheduled on a different node`,
+    );
+    expect((await nodeA.fails(token(...bound("tok-a", "not-its-uid")))).stderr).toContain(
+      `${refused}the UID in the bound object reference (not-its-uid) does not match the UID in record. The object might have been deleted and then recreated`,
+    );
+    expect((await nodeA.fails(token(...bound("gone", uidA)))).stderr).toContain(
+      'pods "gone" not found',
+    );
+    const made = (await nodeA.ok(token(...bound("tok-a", uidA)))).trim();
+    expect(made.split(".")).toHaveLength(3);
+    // The admin is not a node: no binding needed.
+    expect((await admin.ok(token())).trim().split(".")).toHaveLength(3);
   });
 
   it("writes Events and nothing beyond the node's rules", async () => {

@@ -5,12 +5,15 @@
  * and `kubelet.kubernetes.io` prefixes, never `node-restriction.kubernetes.io`),
  * its own Lease in kube-node-lease, the status of the Pods bound to it (not their
  * labels), and delete only the Pods bound to it; it may create only mirror Pods
- * bound to itself. The Node authorizer allowed the verb; this looks at the objects.
+ * bound to itself; it may ask for a ServiceAccount token only bound to a Pod (by
+ * name and uid) that runs on it (admitNodeTokenRequest). The Node authorizer
+ * allowed the verb; this looks at the objects.
  * The admission chain (chain.ts) runs it first: in the mutating phase, and for
  * deletes in the validating one (where a delete is admitted here).
  */
 import { errors, type KubeObject, type StatusError } from "@setpoint/api";
 import { nodeIdentity } from "../../registry/builtin/rbac/index.ts";
+import type { Requester } from "../../registry/types.ts";
 import type { AdmissionAttributes, StoreContext } from "../store/scope.ts";
 
 const MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror";
@@ -36,6 +39,49 @@ const NODE_RESTRICTION_NAMESPACE = "node-restriction.kubernetes.io";
 type Obj = Record<string, unknown>;
 const field = (o: unknown, ...path: string[]): unknown =>
   path.reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Obj)[k] : undefined), o);
+
+/** A TokenRequest's `spec.boundObjectRef`. */
+export interface BoundObjectRef {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+}
+
+/**
+ * NodeRestriction for `serviceaccounts/<account>/token` (kube-apiserver runs it
+ * before the token is made): a node's TokenRequest must be bound to a Pod, by name
+ * and uid, that is scheduled on the node; a Pod that does not exist is a 404.
+ * `getPod` reads a Pod of the account's namespace as the server has it. Others are not looked at.
+ */
+export function admitNodeTokenRequest(
+  user: Requester,
+  account: string,
+  ref: BoundObjectRef | undefined,
+  getPod: (name: string) => KubeObject | undefined,
+): void {
+  const node = nodeIdentity(user);
+  if (node === undefined) return;
+  const deny = (message: string): StatusError =>
+    errors.forbidden({ group: "", resource: "serviceaccounts", name: account }, message);
+  if (node === "") {
+    throw deny(`could not determine node from user ${JSON.stringify(user.name)}`);
+  }
+  if (ref?.apiVersion !== "v1" || ref.kind !== "Pod" || !ref.name) {
+    throw deny("node requested token not bound to a pod");
+  }
+  if (!ref.uid) throw deny("node requested token with a pod binding without a uid");
+  const pod = getPod(ref.name);
+  if (!pod) throw errors.notFound({ group: "", resource: "pods", name: ref.name });
+  if (pod.metadata.uid !== ref.uid) {
+    throw deny(
+      `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
+    );
+  }
+  if (field(pod, "spec", "nodeName") !== node) {
+    throw deny("node requested token bound to a pod scheduled on a different node");
+  }
+}
 
 /** Throws the 403 NodeRestriction answers, or returns when the write is admitted. */
 export function admitNode(ctx: StoreContext, attrs: AdmissionAttributes): void {

@@ -1,7 +1,8 @@
 /**
  * POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token (`kubectl create
  * token`): the body, an authentication.k8s.io/v1 TokenRequest, is decoded,
- * defaulted (expirationSeconds 3600; audiences: the server's) and validated
+ * defaulted (expirationSeconds 3600; audiences: the server's), admitted by
+ * NodeRestriction when a node asks (bound to a Pod of its own) and validated
  * (expirationSeconds from 10 minutes to 2^32 seconds), the ServiceAccount read
  * from storage (404 if it does not exist), the object a bound token is bound to (a
  * Pod running as that ServiceAccount, or a Secret, in its namespace) looked up as
@@ -13,8 +14,10 @@
  */
 import { errors, type KubeObject, nowTimestamp } from "@setpoint/api";
 import { invalid } from "../../registry/builtin/causes.ts";
+import { nodeIdentity } from "../../registry/builtin/rbac/index.ts";
 import { objectKey } from "../../registry/storage-keys.ts";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
+import { admitNodeTokenRequest, type BoundObjectRef } from "../admission/node-restriction.ts";
 import type { BoundObject, NodeRef, ServiceAccountTokens } from "../tokens/index.ts";
 import type { RequestScope } from "./context.ts";
 import { parseDryRun, parseFieldValidation, readObject } from "./request-body.ts";
@@ -40,6 +43,13 @@ export async function createServiceAccountToken(
   const name = scope.name ?? "";
   const namespace = scope.namespace ?? "";
   kind.strategy.default?.(req);
+  // NodeRestriction, which kube-apiserver's admission runs before the token is made.
+  const ref = (req.spec as { boundObjectRef?: BoundObjectRef } | undefined)?.boundObjectRef;
+  if (nodeIdentity(scope.user) !== undefined) {
+    const pods = podReader(scope);
+    await pods.ready();
+    admitNodeTokenRequest(scope.user, name, ref, (pod) => pods.get(namespace, pod));
+  }
   const causes = kind.strategy.validate?.(req, undefined) ?? [];
   const meta = req.metadata;
   if (meta.name && meta.name !== name) {
@@ -93,6 +103,24 @@ export async function createServiceAccountToken(
     status: { token: issued.token, expirationTimestamp: nowTimestamp(issued.expires) },
   };
   respondObject(bodyScope, 201, answer);
+}
+
+/** Pods as the watch cache has them. */
+function podReader(scope: RequestScope): {
+  ready(): Promise<void>;
+  get(namespace: string, name: string): KubeObject | undefined;
+} {
+  const def = scope.ctx.registry.get("", "pods");
+  const cache = def ? scope.ctx.caches.forDef(def) : undefined;
+  return {
+    ready: async () => {
+      await cache?.ready();
+    },
+    get: (namespace, name) => {
+      const entry = def ? cache?.get(objectKey(def, namespace, name)) : undefined;
+      return entry ? (JSON.parse(entry.json) as KubeObject) : undefined;
+    },
+  };
 }
 
 /** The Node named `name` with its uid when the server has it (the name alone otherwise). */
