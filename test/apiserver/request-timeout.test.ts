@@ -7,6 +7,7 @@
  * deadline. No waiting on time: the webhook is released by the test.
  */
 import http from "node:http";
+import https from "node:https";
 import { validatingHandler, WebhookServer } from "@setpoint/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseGoDuration } from "../../src/apiserver/endpoints/request-deadline.ts";
@@ -27,17 +28,22 @@ interface Answer {
   text: string;
 }
 
-/** One request to `base` over plain http. */
-function request(base: string, method: string, path: string, body?: unknown): Promise<Answer> {
+/** One request to `s` (over https with its CA when it has one), as `token`'s user. */
+function request(
+  s: TestServer,
+  method: string,
+  path: string,
+  body?: unknown,
+  token = s.token,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      `${base}${path}`,
-      {
-        method,
-        agent: false,
-        headers: data ? { "Content-Type": "application/json" } : {},
-      },
+    const headers: Record<string, string> = data ? { "Content-Type": "application/json" } : {};
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const send = (s.caCert ? https.request : http.request) as typeof http.request;
+    const req = send(
+      `${s.url}${path}`,
+      { method, agent: false, headers, ...(s.caCert ? { ca: s.caCert } : {}) },
       (res) => {
         let text = "";
         res.setEncoding("utf8");
@@ -93,6 +99,8 @@ describe("request deadlines", () => {
   let srv: TestServer;
   /** The same, with a 1 s --request-timeout. */
   let short: TestServer;
+  /** Over https with authentication, one mutating request at a time. */
+  let guarded: TestServer;
   let hooks: WebhookServer;
   /** Webhook calls waiting for the test to let them answer. */
   const held: (() => void)[] = [];
@@ -100,6 +108,7 @@ describe("request deadlines", () => {
   beforeAll(async () => {
     srv = await startTestServer();
     short = await startTestServer({ connections: { requestTimeoutMs: 1000 } });
+    guarded = await startTestServer({ tls: true, inflight: { mutating: 1 } });
     const tls = await generateTlsMaterial(["127.0.0.1"]);
     hooks = new WebhookServer({ cert: tls.cert, key: tls.key });
     hooks.register(
@@ -135,9 +144,9 @@ describe("request deadlines", () => {
         },
       ],
     };
-    for (const s of [srv, short]) {
+    for (const s of [srv, short, guarded]) {
       const made = await request(
-        s.url,
+        s,
         "POST",
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
         config,
@@ -148,7 +157,7 @@ describe("request deadlines", () => {
         kind: "Namespace",
         metadata: { name: "held", labels: { hold: "yes" } },
       };
-      expect((await request(s.url, "POST", "/api/v1/namespaces", ns)).status).toBe(201);
+      expect((await request(s, "POST", "/api/v1/namespaces", ns)).status).toBe(201);
     }
   }, 60_000);
 
@@ -157,6 +166,7 @@ describe("request deadlines", () => {
     await hooks?.stop();
     await srv?.stop();
     await short?.stop();
+    await guarded?.stop();
   });
 
   const configMap = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name } });
@@ -165,15 +175,15 @@ describe("request deadlines", () => {
   it("answers 504 Timeout at the client's ?timeout= and lets the work finish in the background", async () => {
     const watch = await openWatch(srv.url, `${P}?watch=1&timeout=1s`);
     try {
-      const r = await request(srv.url, "POST", `${P}?timeout=1s`, configMap("late"));
+      const r = await request(srv, "POST", `${P}?timeout=1s`, configMap("late"));
       expect(r.status).toBe(504);
       expect(r.contentType).toBe("text/plain; charset=utf-8");
       expect(r.text).toBe(TIMED_OUT_TEXT);
       // Not stored yet: the webhook still holds the create.
-      expect((await request(srv.url, "GET", `${P}/late`)).status).toBe(404);
+      expect((await request(srv, "GET", `${P}/late`)).status).toBe(404);
       expect(held.length).toBe(1);
       held.shift()!();
-      await eventually(async () => (await request(srv.url, "GET", `${P}/late`)).status === 200);
+      await eventually(async () => (await request(srv, "GET", `${P}/late`)).status === 200);
       // The watch asked for the same timeout and was opened before the create: long
       // past its 1 s, it is open and gets the event.
       await eventually(() => watch.lines.some((l) => l.includes('"name":"late"')));
@@ -184,14 +194,40 @@ describe("request deadlines", () => {
   });
 
   it("answers within the server's --request-timeout whatever longer ?timeout= is asked", async () => {
-    const r = await request(short.url, "POST", `${P}?timeout=1m`, configMap("later"));
+    const r = await request(short, "POST", `${P}?timeout=1m`, configMap("later"));
     expect(r.status).toBe(504);
     expect(r.text).toBe(TIMED_OUT_TEXT);
     held.shift()!();
-    await eventually(async () => (await request(short.url, "GET", `${P}/later`)).status === 200);
+    await eventually(async () => (await request(short, "GET", `${P}/later`)).status === 200);
     // A request answered in time is answered as always.
-    const quick = await request(short.url, "GET", `/api/v1/namespaces/held?timeout=30s`);
+    const quick = await request(short, "GET", `/api/v1/namespaces/held?timeout=30s`);
     expect(quick.status).toBe(200);
+  });
+
+  it("keeps the request's in-flight seat until its work is done, though answered at its deadline", async () => {
+    // A ServiceAccount: not system:masters, so it gets no seat when none is free.
+    const sa = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "other" } };
+    expect(
+      (await request(guarded, "POST", "/api/v1/namespaces/held/serviceaccounts", sa)).status,
+    ).toBe(201);
+    const issued = await request(
+      guarded,
+      "POST",
+      "/api/v1/namespaces/held/serviceaccounts/other/token",
+      { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: {} },
+    );
+    expect(issued.status).toBe(201);
+    const token = JSON.parse(issued.text).status.token as string;
+    const other = () => request(guarded, "POST", P, configMap("other"), token);
+
+    const r = await request(guarded, "POST", `${P}?timeout=1s`, configMap("seated"));
+    expect(r.status).toBe(504);
+    // The one mutating seat is still the timed-out create's.
+    expect((await other()).status).toBe(429);
+    held.shift()!();
+    // Once its work is done the seat is free: the other user is answered (RBAC refuses it).
+    await eventually(async () => (await other()).status === 403);
+    expect((await request(guarded, "GET", `${P}/seated`)).status).toBe(200);
   });
 
   it("refuses a ?timeout= that is not a Go duration with Kubernetes' 400", async () => {
@@ -200,7 +236,7 @@ describe("request deadlines", () => {
       ["5", 'time: missing unit in duration "5"'],
       ["5x", 'time: unknown unit "x" in duration "5x"'],
     ]) {
-      const r = await request(srv.url, "GET", `/api/v1/namespaces?timeout=${value}`);
+      const r = await request(srv, "GET", `/api/v1/namespaces?timeout=${value}`);
       expect(r.status).toBe(400);
       const status = JSON.parse(r.text);
       expect(status).toMatchObject({
