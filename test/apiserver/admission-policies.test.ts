@@ -7,8 +7,9 @@
  * variables and messageExpression; a compile error refuses the policy; an
  * expression that fails at run time follows failurePolicy; deleting the binding
  * stops enforcement; a misspelt field is reported in the policy's status
- * (type checking); the types are defaulted, validated and listed as
- * Kubernetes does.
+ * (type checking); the `authorizer` variable asks the server's authorizers
+ * (group/resource/namespace/name checks, requestResource, serviceAccount, path);
+ * the types are defaulted, validated and listed as Kubernetes does.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -485,6 +486,100 @@ spec: {policyName: typo, validationActions: [Deny]}
     expect(r).toContain(
       "ValidatingAdmissionPolicy 'typo' with binding 'typo' denied request: expression 'object.spec.replicaz <= 5' resulted in error: ",
     );
+  });
+
+  it("asks the server's authorizers through the authorizer variable", async () => {
+    await kubectl.ok(["apply", "-f", "-"], {
+      input: `apiVersion: v1
+kind: Namespace
+metadata: {name: authz}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: builder, namespace: authz}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cm-writer, namespace: authz}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: vault-reader, namespace: authz}
+rules: [{apiGroups: [""], resources: [secrets], resourceNames: [vault], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: cm-writers, namespace: authz}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-writer}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: builder-writes, namespace: authz}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-writer}
+subjects: [{kind: ServiceAccount, name: builder, namespace: authz}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: vault-readers, namespace: authz}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: vault-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vault-keepers}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: authz}}
+  variables:
+  - name: vault
+    expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).name('vault').check('get')"
+  validations:
+  - expression: "variables.vault.allowed()"
+    messageExpression: "'only those who may read the vault: ' + request.userInfo.username + ' may not'"
+  - expression: "authorizer.requestResource.check('create').allowed() && !authorizer.requestResource.check('delete').allowed()"
+    message: "the request's own resource is checked"
+  - expression: "authorizer.serviceAccount(object.metadata.namespace, 'builder').group('').resource('configmaps').namespace(object.metadata.namespace).check('create').allowed()"
+    message: "the builder ServiceAccount may not write ConfigMaps here"
+  - expression: "authorizer.path('/healthz').check('get').allowed() && !authorizer.path('/metrics').check('get').allowed()"
+    message: "non-resource paths are checked"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: vault-keepers-binding}
+spec:
+  policyName: vault-keepers
+  validationActions: [Deny]
+`,
+    });
+    const cm = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}, namespace: authz}
+data: {k: v}
+`;
+    const bob = await eventually(async () => {
+      const r = await kubectl.run(["create", "-f", "-", "--as", "bob"], { input: cm("bobs") });
+      return r.code !== 0 && r.stderr.includes("ValidatingAdmissionPolicy") ? r.stderr : undefined;
+    }, "bob's ConfigMap refused by the policy");
+    expect(bob).toContain(
+      "ValidatingAdmissionPolicy 'vault-keepers' with binding 'vault-keepers-binding' denied request: only those who may read the vault: bob may not",
+    );
+    await kubectl.ok(["create", "-f", "-", "--as", "alice"], { input: cm("alices") });
+    // The ServiceAccount's own rights count, not the requester's.
+    await kubectl.ok(["delete", "rolebinding", "builder-writes", "-n", "authz"]);
+    const again = await eventually(async () => {
+      const r = await kubectl.run(["create", "-f", "-", "--as", "alice"], { input: cm("again") });
+      return r.code !== 0 ? r.stderr : undefined;
+    }, "alice's ConfigMap refused once the builder lost its binding");
+    expect(again).toContain(
+      "denied request: the builder ServiceAccount may not write ConfigMaps here",
+    );
+    await kubectl.ok(["delete", "validatingadmissionpolicybinding", "vault-keepers-binding"]);
   });
 
   it("validates bindings with Kubernetes' messages", async () => {

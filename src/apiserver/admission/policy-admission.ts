@@ -33,7 +33,7 @@ import {
   lazyVariables,
   runMetered,
 } from "../../registry/builtin/admission/policy-cel.ts";
-import { toCel } from "../../registry/crd/cel/index.ts";
+import { CelAuthorizer, type Decide, toCel } from "../../registry/crd/cel/index.ts";
 import type { Registry } from "../../registry/registry.ts";
 import { objectKey } from "../../registry/storage-keys.ts";
 import type { ResourceDefinition } from "../../registry/types.ts";
@@ -341,6 +341,7 @@ export class PolicyAdmission {
       oldObject: toCel(request.oldObject, undefined),
       request: toCel(request, undefined),
       namespaceObject: namespaceObject ? toCel(namespaceObject, undefined) : null,
+      authorizer: celAuthorizer(ctx, attrs),
     };
     const failures: Failure[] = [];
     for (const param of params) {
@@ -492,6 +493,24 @@ export class PolicyAdmission {
     const entry = cache.get(objectKey(def, namespace, name));
     return entry ? (JSON.parse(entry.json) as KubeObject) : undefined;
   }
+}
+
+/**
+ * `authorizer` for one request: checks asked of the server's authorizers as the
+ * requester, and `requestResource` the request's own resource.
+ */
+function celAuthorizer(ctx: StoreContext, attrs: AdmissionAttributes): CelAuthorizer {
+  const authz = ctx.services.authorizer;
+  const decide: Decide = (user, access) =>
+    authz ? authz.authorize(user, access) : { allowed: true, reason: "" };
+  const name = ctx.scope.name ?? attrs.object?.metadata.name ?? attrs.oldObject?.metadata.name;
+  return new CelAuthorizer(decide, ctx.scope.user, {
+    group: ctx.def.group,
+    resource: ctx.def.names.plural,
+    ...(ctx.scope.subresource ? { subresource: ctx.scope.subresource } : {}),
+    ...(ctx.scope.namespace ? { namespace: ctx.scope.namespace } : {}),
+    ...(name ? { name } : {}),
+  });
 }
 
 function run(program: Program, activation: Record<string, unknown>): unknown {

@@ -1,14 +1,16 @@
 /**
  * The CEL of ValidatingAdmissionPolicies: one environment (the one custom
  * resources' rules use, with its Kubernetes library and cost meter) declaring
- * `object`, `oldObject`, `request`, `namespaceObject`, `variables` and, when the
- * policy has a paramKind, `params`. Expressions are compiled once per text and
- * environment; each evaluation is metered with the per-expression cost limit of
- * custom resources' rules. `authorizer` is not declared (an expression naming it
- * does not compile), as for webhooks' matchConditions.
+ * `object`, `oldObject`, `request`, `namespaceObject`, `variables`, `authorizer`
+ * (Kubernetes' authorizer library, crd/cel/authz.ts, backed by the server's
+ * authorizers) and, when the policy has a paramKind, `params`. Expressions are
+ * compiled once per text and environment; each evaluation is metered with the
+ * per-expression cost limit of custom resources' rules. Webhooks' matchConditions
+ * do not have `authorizer` yet.
  */
 import type { ParseResult } from "@marcbachmann/cel-js";
 import {
+  AUTHORIZER_TYPE,
   type CostMeter,
   errorOffset,
   errorSummary,
@@ -27,6 +29,7 @@ const BASE = {
   request: "dyn",
   namespaceObject: "dyn",
   variables: "dyn",
+  authorizer: AUTHORIZER_TYPE,
 };
 const WITH_PARAMS = { ...BASE, params: "dyn" };
 

@@ -18,6 +18,7 @@
  * it). At run time every evaluated expression node counts one, and functions
  * whose work grows with their input count their input size.
  */
+export { AUTHORIZER_TYPE, CelAuthorizer, type Decide } from "./authz.ts";
 export { compileSchemaRules, parseRuleFieldPath } from "./compile.ts";
 export { celType, meteredEnvironment } from "./environment.ts";
 export { validateRules } from "./evaluate.ts";

@@ -26,6 +26,7 @@
  */
 import { Environment } from "@marcbachmann/cel-js";
 import { regexFind, regexFindAll, regexTest } from "../regex.ts";
+import { registerAuthzLibrary } from "./authz.ts";
 import { charge } from "./meter.ts";
 import { type AstNode, isAst } from "./types.ts";
 
@@ -200,6 +201,7 @@ export function kubernetesEnvironment(): Environment {
   );
   env.registerFunction("string.findAll(string, int): list<string>", findAll);
 
+  registerAuthzLibrary(env);
   env.registerType("kubernetes.URL", KubeURL);
   env.registerFunction("url(string): kubernetes.URL", (s: string) => {
     const u = parseUrl(s);
