@@ -2,7 +2,8 @@
  * `kubectl attach` through the apiserver to the agent, with real processes: a
  * real `setpoint up`, a real `setpoint agent`, Pods running `sh`, and the real
  * kubectl 1.32 (a WebSocket in `v5.channel.k8s.io`, as for exec). Covered: the
- * output a running container writes after attaching, `-i` writing to the stdin
+ * output a running container writes after attaching (stdout and stderr each on
+ * its own), `-i` writing to the stdin
  * of a container with `stdin: true` (which stays open between attaches), an
  * attach ending with kubectl's exit 0 when the container's run ends, and RBAC
  * (create on pods/attach).
@@ -59,7 +60,9 @@ beforeAll(async () => {
     tokens: ["attacher-token,attacher,uid-attacher"],
   }));
   await client!.create<Pod>(
-    pod("chat", 'echo started; while read line; do echo "got $line"; done', { stdin: true }),
+    pod("chat", 'echo started; while read line; do echo "got $line"; echo "err $line" >&2; done', {
+      stdin: true,
+    }),
   );
   await client!.create<Pod>(
     pod("ticker", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done", {}),
@@ -103,6 +106,9 @@ it("writes to the stdin of a container with stdin: true, which stays open betwee
     await new Promise((r) => setTimeout(r, 200));
     return first.stdout.includes("got hello\n");
   });
+  // Each stream on its own: the container's stderr is kubectl's.
+  await eventually("the stderr line", () => first.stderr.includes("err hello\n"));
+  expect(first.stdout).not.toContain("err hello");
   await first.stop();
   const second = attach(["attach", "-i", "chat"]);
   await eventually("the second line read", async () => {

@@ -5,8 +5,9 @@
  * output reaches only its log file (through the log relay, so it keeps running
  * while the agent is down), so what attach streams is the log as `kubectl logs -f
  * --tail=0` reads it (container-logs.ts): each line written from the moment of
- * attaching on, stdout's and stderr's in the order they came, on the stdout
- * channel (or on stderr's when only that was asked for).
+ * attaching on, each on its stream's channel (with `-t`, where kubectl asks for
+ * no stderr, all on stdout's; a run's raw file from before the log relay, on
+ * stdout's).
  * Input goes to the container's stdin pipe (pods/stdin.ts); the client's end of
  * input ends only this attach's writing, as the kubelet leaves a stdin open that
  * is not `stdinOnce`. The attach ends when the container's run ends (a Success
@@ -106,10 +107,18 @@ export function runAttach(ws: WebSocket, spec: AttachSpec, target: AttachTarget)
   });
   ws.on("error", () => ws.terminate());
 
-  const channel = spec.stdout ? STDOUT : spec.stderr ? STDERR : undefined;
+  // Each stream's lines on its channel (a raw file's on stdout's); with a terminal no
+  // stderr is asked for, and stderr's lines go to stdout's channel with the rest.
+  const channelOf = (stream?: "stdout" | "stderr"): number | undefined => {
+    if (stream === "stderr" && spec.stderr) return STDERR;
+    if (spec.stdout) return STDOUT;
+    return stream === undefined && spec.stderr ? STDERR : undefined;
+  };
   const sink = {
-    write: (chunk: Buffer) =>
-      channel === undefined ? Promise.resolve(true) : send(channel, chunk),
+    write: (chunk: Buffer, stream?: "stdout" | "stderr") => {
+      const channel = channelOf(stream);
+      return channel === undefined ? Promise.resolve(true) : send(channel, chunk);
+    },
     gone: () => gone,
   };
   // What the run writes from now on, until it ends.

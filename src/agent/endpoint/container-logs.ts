@@ -206,14 +206,29 @@ function firstLine(files: string[]): Buffer {
  * its time first when asked), records before `since` left out. Bytes after the
  * last newline wait for the rest of their line.
  */
+type LogStream = "stdout" | "stderr";
+
+/** Bytes of one stream. */
+interface StreamBytes {
+  stream: LogStream;
+  data: Buffer;
+}
+
 class CriLines {
   private rest: Buffer = Buffer.alloc(0);
 
   constructor(private readonly opts: LogOptions) {}
 
-  push(chunk: Buffer, final = false): Buffer {
+  /** The lines of `chunk`'s whole records, in runs of one stream each. */
+  push(chunk: Buffer, final = false): StreamBytes[] {
     const data = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
-    const out: Buffer[] = [];
+    const runs: StreamBytes[] = [];
+    let out: Buffer[] = [];
+    let stream: LogStream | undefined;
+    const flush = () => {
+      if (out.length && stream) runs.push({ stream, data: Buffer.concat(out) });
+      out = [];
+    };
     let start = 0;
     for (;;) {
       const nl = data.indexOf(0x0a, start);
@@ -225,11 +240,16 @@ class CriLines {
       if (this.opts.sinceNs !== undefined && (parseTimestamp(rec.time) ?? 0n) < this.opts.sinceNs) {
         continue;
       }
+      if (rec.stream !== stream) {
+        flush();
+        stream = rec.stream;
+      }
       if (this.opts.timestamps) out.push(Buffer.from(`${fixedTimestamp(rec.time)} `));
       out.push(rec.content);
     }
+    flush();
     this.rest = Buffer.from(data.subarray(start));
-    return Buffer.concat(out);
+    return runs;
   }
 }
 
@@ -270,9 +290,13 @@ export async function serveContainerLog(
   if (!res.writableEnded) res.end();
 }
 
-/** Where a log's lines go: `write` resolves once the chunk is taken, false when no more is wanted. */
+/**
+ * Where a log's lines go: `write` resolves once the chunk is taken, false when no
+ * more is wanted; `stream` says whose lines they are (none: a raw file's bytes,
+ * both streams as the process interleaved them).
+ */
 export interface LogSink {
-  write(chunk: Buffer): Promise<boolean>;
+  write(chunk: Buffer, stream?: "stdout" | "stderr"): Promise<boolean>;
   /** The reader went away. */
   gone(): boolean;
 }
@@ -315,14 +339,20 @@ export async function streamContainerLog(
   const lines = cri ? new CriLines(opts) : undefined;
   const sink = open();
   let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
-  const write = async (chunk: Buffer): Promise<boolean> => {
+  const write = async (chunk: Buffer, stream?: LogStream): Promise<boolean> => {
     if (sink.gone() || budget <= 0) return false;
     const part = chunk.length > budget ? chunk.subarray(0, budget) : chunk;
     budget -= part.length;
-    if (part.length && !(await sink.write(part))) return false;
+    if (part.length && !(await sink.write(part, stream))) return false;
     return budget > 0 && !sink.gone();
   };
-  const emit = (chunk: Buffer, final = false) => write(lines ? lines.push(chunk, final) : chunk);
+  const emit = async (chunk: Buffer, final = false): Promise<boolean> => {
+    if (!lines) return write(chunk);
+    for (const run of lines.push(chunk, final)) {
+      if (!(await write(run.data, run.stream))) return false;
+    }
+    return budget > 0 && !sink.gone();
+  };
 
   let inode = inodeOf(path);
   let offset = sizeOf(path);
