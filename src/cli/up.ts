@@ -51,6 +51,9 @@ import { type NodeAgentProcess, startNodeAgent } from "./up-agent.ts";
 import { DEFAULT_GATEWAY_LISTEN, startUpGateway } from "./up-gateway.ts";
 import { UsageError } from "./usage-error.ts";
 
+/** The admission plugins --disable-admission-plugins can switch off. */
+const ADMISSION_PLUGINS = ["ServiceAccount"];
+
 export const UP_USAGE = `Usage: setpoint up [flags]
 
 Runs the Setpoint control plane.
@@ -82,6 +85,10 @@ Flags:
   --audit-log-maxbackup N     rotated logs kept, named with the time of rotation (default 0: all)
   --audit-log-maxage DAYS     days a rotated log is kept (default 0: no limit)
   --no-controllers            do not run the built-in controllers in this process
+  --disable-admission-plugins NAMES
+                              admission plugins to switch off (comma-separated; known:
+                              ServiceAccount, which defaults Pods' service account, refuses
+                              one that does not exist and mounts the kube-api-access volume)
   --no-agent                  do not run a node agent (by default one runs the Pods bound to
                               this host's Node as processes; see setpoint agent --help)
   --agent-listen HOST:PORT    the agent's authenticated endpoint, which serves kubectl logs
@@ -126,6 +133,7 @@ const UP_OPTIONS = {
   "audit-log-maxage": { type: "string" },
   ...LOG_OPTIONS,
   "no-controllers": { type: "boolean", default: false },
+  "disable-admission-plugins": { type: "string", default: "" },
   "no-agent": { type: "boolean", default: false },
   "agent-listen": { type: "string", default: DEFAULT_AGENT_SECURE_LISTEN },
   "gateway-listen": { type: "string" },
@@ -327,6 +335,14 @@ export async function up(argv: string[]): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
+  const disabledPlugins = values["disable-admission-plugins"].split(",").filter(Boolean);
+  for (const name of disabledPlugins) {
+    if (!ADMISSION_PLUGINS.includes(name)) {
+      throw new UsageError(
+        `--disable-admission-plugins: unknown plugin ${JSON.stringify(name)}; known: ${ADMISSION_PLUGINS.join(", ")}`,
+      );
+    }
+  }
   let plane: ControlPlane;
   try {
     plane = await startControlPlane({
@@ -342,6 +358,7 @@ export async function up(argv: string[]): Promise<number> {
       ...(audit ? { audit } : {}),
       logger,
       identityLease: true,
+      serviceAccountAdmission: !disabledPlugins.includes("ServiceAccount"),
       // The built-in controllers, in process, as loopback clients of the API. They
       // campaign for the controller managers' Lease, so a separate
       // `setpoint controller-manager --leader-elect` can stand by beside them.

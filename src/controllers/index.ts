@@ -9,6 +9,8 @@
  * - `event-ttl`: deletes Events once they are older than the TTL (./event-ttl.ts);
  * - `serviceaccount`: gives every namespace a `default` ServiceAccount
  *   (./service-accounts.ts);
+ * - `root-ca-cert-publisher`: gives every namespace the `kube-root-ca.crt`
+ *   ConfigMap holding the apiserver's CA (./root-ca-publisher.ts);
  * - `replicaset`: keeps a ReplicaSet's Pods at its replicas (./replicaset/);
  * - `deployment`: rolls Deployments out through ReplicaSets (./deployment/);
  * - `node-lifecycle`: marks Nodes whose heartbeats stop Unknown, taints them
@@ -88,6 +90,11 @@ import {
   ReplicaSetController,
   type ReplicaSetControllerOptions,
 } from "./replicaset/index.ts";
+import {
+  ROOT_CA_PUBLISHER_CONTROLLER,
+  RootCaPublisher,
+  type RootCaPublisherOptions,
+} from "./root-ca-publisher.ts";
 import { SCHEDULER_CONTROLLER, Scheduler, type SchedulerOptions } from "./scheduler/index.ts";
 import {
   SERVICE_ACCOUNT_CONTROLLER,
@@ -173,6 +180,14 @@ export {
   type ReplicaSetControllerOptions,
 } from "./replicaset/index.ts";
 export {
+  ROOT_CA_CONFIGMAP_NAME,
+  ROOT_CA_DESCRIPTION,
+  ROOT_CA_DESCRIPTION_ANNOTATION,
+  ROOT_CA_PUBLISHER_CONTROLLER,
+  RootCaPublisher,
+  type RootCaPublisherOptions,
+} from "./root-ca-publisher.ts";
+export {
   DEFAULT_SCHEDULER_NAME,
   SCHEDULER_CONTROLLER,
   Scheduler,
@@ -204,6 +219,7 @@ export interface BuiltinOptions {
   namespace?: NamespaceControllerOptions;
   eventTtl?: EventTtlOptions;
   serviceAccount?: ServiceAccountControllerOptions;
+  rootCaPublisher?: RootCaPublisherOptions;
   replicaSet?: ReplicaSetControllerOptions;
   deployment?: DeploymentControllerOptions;
   nodeLifecycle?: NodeLifecycleOptions;
@@ -225,6 +241,7 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [NAMESPACE_CONTROLLER]: (o) => new NamespaceController(o.namespace),
   [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
   [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
+  [ROOT_CA_PUBLISHER_CONTROLLER]: (o) => new RootCaPublisher(o.rootCaPublisher),
   [REPLICASET_CONTROLLER]: (o) => new ReplicaSetController(o.replicaSet),
   [DEPLOYMENT_CONTROLLER]: (o) => new DeploymentController(o.deployment),
   [NODE_LIFECYCLE_CONTROLLER]: (o) => new NodeLifecycleController(o.nodeLifecycle),

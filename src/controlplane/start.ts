@@ -119,6 +119,13 @@ export interface ControlPlaneOptions {
    * `setpoint up` does (default false).
    */
   identityLease?: boolean;
+  /**
+   * ServiceAccount admission (default false): Pods get `default` as their
+   * ServiceAccount, which must exist, and the kube-api-access volume, as
+   * `setpoint up` serves them. Off, as in envtest, where no controller makes
+   * the `default` ServiceAccounts.
+   */
+  serviceAccountAdmission?: boolean;
 }
 
 /** A running control plane. */
@@ -234,6 +241,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         storageCheckName: opts.storage?.backend === "etcd" ? "etcd" : "storage",
         ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
         ...(opts.kubernetesMinor ? { kubernetesMinor: opts.kubernetesMinor } : {}),
+        ...(opts.serviceAccountAdmission ? { serviceAccountAdmission: true } : {}),
       });
     } catch (err) {
       throw listenFailure(err, host, port) ?? err;

@@ -46,6 +46,8 @@ export interface ControlPlaneOptions {
   controllers?: ControllerOptions;
   /** The ranges Services' cluster IPs and node ports come from. */
   serviceRanges?: ServiceRanges;
+  /** ServiceAccount admission on Pod creation (default off, as envtest runs kube-apiserver). */
+  serviceAccountAdmission?: boolean;
 }
 
 export interface ControlPlane extends RunningControlPlane {
@@ -72,6 +74,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     ...(opts.clientCaCerts ? { clientCaCerts: opts.clientCaCerts } : {}),
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
     ...(opts.serviceRanges ? { serviceRanges: opts.serviceRanges } : {}),
+    ...(opts.serviceAccountAdmission ? { serviceAccountAdmission: true } : {}),
   });
   const client = new Client(plane.config);
   return {

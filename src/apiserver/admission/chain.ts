@@ -1,5 +1,6 @@
 /**
- * The admission chain, in Kubernetes' plugin order: NodeRestriction, mutating webhooks, then (after
+ * The admission chain, in Kubernetes' plugin order: NodeRestriction, ServiceAccount
+ * (when on), mutating webhooks, then (after
  * the object is defaulted and validated) ValidatingAdmissionPolicies, then
  * validating webhooks.
  */
@@ -9,20 +10,28 @@ import type { Admission, AdmissionAttributes, StoreContext } from "../store/scop
 import type { WatchCacheSet } from "../watchcache/watch-caches.ts";
 import { admitNode } from "./node-restriction.ts";
 import { PolicyAdmission } from "./policy-admission.ts";
+import { ServiceAccountAdmission } from "./service-account.ts";
 import { WebhookAdmission } from "./webhook-admission.ts";
 
 export class AdmissionChain implements Admission {
   readonly #webhooks: WebhookAdmission;
   readonly #policies: PolicyAdmission;
+  readonly #serviceAccounts: ServiceAccountAdmission | undefined;
 
-  constructor(registry: Registry, caches: WatchCacheSet) {
+  constructor(registry: Registry, caches: WatchCacheSet, opts: { serviceAccount?: boolean } = {}) {
     this.#webhooks = new WebhookAdmission(registry, caches);
     this.#policies = new PolicyAdmission(registry, caches);
+    if (opts.serviceAccount) this.#serviceAccounts = new ServiceAccountAdmission(registry, caches);
   }
 
-  mutate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<KubeObject | undefined> {
+  async mutate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<KubeObject | undefined> {
     admitNode(ctx, attrs);
-    return this.#webhooks.mutate(ctx, attrs);
+    const admitted = await this.#serviceAccounts?.admit(ctx, attrs);
+    const changed = await this.#webhooks.mutate(
+      ctx,
+      admitted ? { ...attrs, object: admitted } : attrs,
+    );
+    return changed ?? admitted;
   }
 
   async validate(ctx: StoreContext, attrs: AdmissionAttributes): Promise<void> {

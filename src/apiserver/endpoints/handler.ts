@@ -88,6 +88,8 @@ export interface ApiHandlerOptions {
   reviewToken?: ReviewServices["reviewToken"];
   /** The client certificate presented to the nodes' agents (`pods/log`); none: such requests fail. */
   nodeClient?: NodeClient;
+  /** ServiceAccount admission (admission/service-account.ts) on Pod creation (default off). */
+  serviceAccountAdmission?: boolean;
 }
 
 export interface ApiHandler {
@@ -184,7 +186,9 @@ export async function createApiHandler(opts: ApiHandlerOptions): Promise<ApiHand
   const ctx: ApiContext = {
     authorizer: new ApiAuthorizer(opts.registry, caches),
     ...(opts.reviewToken ? { reviewToken: opts.reviewToken } : {}),
-    admission: new AdmissionChain(opts.registry, caches),
+    admission: new AdmissionChain(opts.registry, caches, {
+      serviceAccount: opts.serviceAccountAdmission === true,
+    }),
     store: opts.store,
     registry: opts.registry,
     limits,

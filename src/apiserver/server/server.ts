@@ -72,6 +72,8 @@ export const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface ApiServerOptions {
   store: Store;
+  /** ServiceAccount admission on Pod creation (default off, as in a test environment). */
+  serviceAccountAdmission?: boolean;
   /** Types served; default: the built-in types. */
   registry?: Registry;
   /** Listen address; default 127.0.0.1. */
@@ -246,6 +248,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     ...(reviewToken ? { reviewToken } : {}),
     ...(opts.limits ? { limits: opts.limits } : {}),
     ...(opts.tls?.nodeClient ? { nodeClient: opts.tls.nodeClient } : {}),
+    ...(opts.serviceAccountAdmission ? { serviceAccountAdmission: true } : {}),
   });
   handler = api;
   let closing = false;

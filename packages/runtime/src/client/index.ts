@@ -66,6 +66,8 @@ export {
   loadKubeconfig,
   type RestConfig,
   SERVERS_EXTENSION,
+  SERVICE_ACCOUNT_DIR,
+  serviceAccountDir,
 } from "./kubeconfig.ts";
 export {
   WatchDecodeError,

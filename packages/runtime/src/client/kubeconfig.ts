@@ -103,7 +103,7 @@ export function loadKubeconfig(opts: LoadKubeconfigOptions = {}): RestConfig {
   const list = (env.KUBECONFIG ?? "").split(delimiter).filter((p) => p.length > 0);
   if (list.length > 0) return fromFiles(list, opts.context, false);
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
-    return inClusterConfig(env, opts.serviceAccountDir ?? SERVICE_ACCOUNT_DIR);
+    return inClusterConfig(env, opts.serviceAccountDir ?? serviceAccountDir(env));
   }
   const home = env.HOME ?? homedir();
   const fallback = join(home, ".kube", "config");
@@ -113,10 +113,21 @@ export function loadKubeconfig(opts: LoadKubeconfigOptions = {}): RestConfig {
   );
 }
 
+/**
+ * Where the pod's service account files are: SERVICE_ACCOUNT_DIR, or, in a
+ * process Setpoint's agent runs without a mount namespace of its own, the same
+ * path under its container root (`$SETPOINT_ROOT/var/run/secrets/...`).
+ */
+export function serviceAccountDir(env: Record<string, string | undefined> = process.env): string {
+  const root = env.SETPOINT_ROOT;
+  if (root && !existsSync(SERVICE_ACCOUNT_DIR)) return join(root, SERVICE_ACCOUNT_DIR);
+  return SERVICE_ACCOUNT_DIR;
+}
+
 /** The config of a pod: its service account's token and CA, and the cluster's service address. */
 export function inClusterConfig(
   env: Record<string, string | undefined> = process.env,
-  dir: string = SERVICE_ACCOUNT_DIR,
+  dir: string = serviceAccountDir(env),
 ): RestConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
