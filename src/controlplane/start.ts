@@ -29,7 +29,11 @@ import {
   createControllerManager,
   SCHEDULER_CONTROLLER,
 } from "../controllers/index.ts";
-import { DEFAULT_SERVICE_RANGES, type ServiceRanges } from "../registry/builtin/index.ts";
+import {
+  DEFAULT_SERVICE_RANGES,
+  firstServiceIP,
+  type ServiceRanges,
+} from "../registry/builtin/index.ts";
 import type { Registry } from "../registry/registry.ts";
 import type { Store } from "../storage/store.ts";
 import { ApiserverIdentity } from "./apiserver-identity.ts";
@@ -128,6 +132,14 @@ export interface ControlPlaneOptions {
   serviceAccountAdmission?: boolean;
 }
 
+/** The names of the `kubernetes` Service the serving certificate holds. */
+const KUBERNETES_SERVICE_NAMES = [
+  "kubernetes",
+  "kubernetes.default",
+  "kubernetes.default.svc",
+  "kubernetes.default.svc.cluster.local",
+];
+
 /** A running control plane. */
 export interface ControlPlane {
   /** Base URL of the apiserver. */
@@ -211,6 +223,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
     const sans = [...(opts.tlsSans ?? [])];
     if (host !== "0.0.0.0" && host !== "::") sans.push(host);
+    // As kube-apiserver's: the names and cluster IP of the `kubernetes` Service, which
+    // Pods' in-cluster clients connect to (made only when the certificate is).
+    sans.push(
+      ...KUBERNETES_SERVICE_NAMES,
+      firstServiceIP((opts.serviceRanges ?? DEFAULT_SERVICE_RANGES).clusterIPRange),
+    );
     const creds: Credentials = persistent
       ? await dataDirCredentials(dir, sans, created)
       : await ephemeralCredentials({
