@@ -13,6 +13,7 @@ import {
   checkControllerNames,
   createControllerManager,
   DEFAULT_EVENT_TTL_MS,
+  OFF_BY_DEFAULT_CONTROLLERS,
   SCHEDULER_CONTROLLER,
   UnknownControllerError,
 } from "../controllers/index.ts";
@@ -162,6 +163,7 @@ async function run(argv: string[]): Promise<number> {
     useServiceAccountCredentials,
     ...(controllerClients ? { controllerClients } : {}),
     disabled,
+    enabled: OFF_BY_DEFAULT_CONTROLLERS,
     leaderElection: values["leader-elect"],
     metricsAddr: values["metrics-addr"],
     healthAddr: values["health-addr"],

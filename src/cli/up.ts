@@ -24,7 +24,7 @@ import {
 } from "../apiserver/audit/index.ts";
 import { parseTokenFile, TokenFileError, type UserInfo } from "../apiserver/server/auth.ts";
 import { DEFAULT_KUBERNETES_MINOR } from "../apiserver/server/server.ts";
-import { BUILTIN_CONTROLLER_NAMES } from "../controllers/index.ts";
+import { BUILTIN_CONTROLLER_NAMES, OFF_BY_DEFAULT_CONTROLLERS } from "../controllers/index.ts";
 import {
   type ControlPlane,
   componentRestConfig,
@@ -366,6 +366,7 @@ export async function up(argv: string[]): Promise<number> {
         ? false
         : {
             disabled: disabledControllers,
+            enabled: OFF_BY_DEFAULT_CONTROLLERS,
             leaderElection: true,
             ...(eventTtlMs ? { eventTtlMs } : {}),
             ...nodeFlags,

@@ -241,7 +241,6 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [NAMESPACE_CONTROLLER]: (o) => new NamespaceController(o.namespace),
   [EVENT_TTL_CONTROLLER]: (o) => new EventTtlController({ logger: o.logger, ...o.eventTtl }),
   [SERVICE_ACCOUNT_CONTROLLER]: (o) => new ServiceAccountController(o.serviceAccount),
-  [ROOT_CA_PUBLISHER_CONTROLLER]: (o) => new RootCaPublisher(o.rootCaPublisher),
   [REPLICASET_CONTROLLER]: (o) => new ReplicaSetController(o.replicaSet),
   [DEPLOYMENT_CONTROLLER]: (o) => new DeploymentController(o.deployment),
   [NODE_LIFECYCLE_CONTROLLER]: (o) => new NodeLifecycleController(o.nodeLifecycle),
@@ -253,7 +252,17 @@ export const BUILTIN_CONTROLLERS: Readonly<
   [SCHEDULER_CONTROLLER]: (o) => new Scheduler(o.scheduler),
   [JOB_CONTROLLER]: (o) => new JobController(o.job),
   [TTL_AFTER_FINISHED_CONTROLLER]: (o) => new TtlAfterFinishedController(o.ttlAfterFinished),
+  [ROOT_CA_PUBLISHER_CONTROLLER]: (o) => new RootCaPublisher(o.rootCaPublisher),
 };
+
+/**
+ * Built-in controllers that run only when named in `enabled` (as
+ * kube-controller-manager keeps some off unless `--controllers` names them): the
+ * root CA publisher puts a ConfigMap in every namespace, which a program or test
+ * running the controllers may not expect. `setpoint up` and `setpoint
+ * controller-manager` enable them, as Kubernetes runs root-ca-cert-publisher.
+ */
+export const OFF_BY_DEFAULT_CONTROLLERS: readonly string[] = [ROOT_CA_PUBLISHER_CONTROLLER];
 
 /** Names of the built-in controllers. */
 export const BUILTIN_CONTROLLER_NAMES: readonly string[] = Object.keys(BUILTIN_CONTROLLERS);
@@ -276,6 +285,8 @@ export function checkControllerNames(names: readonly string[]): void {
 export interface CreateControllerManagerOptions extends ControllerManagerOptions, BuiltinOptions {
   /** Built-in controllers not to run, by name. */
   disabled?: readonly string[];
+  /** Controllers that are off by default (OFF_BY_DEFAULT_CONTROLLERS) to run; `disabled` wins. */
+  enabled?: readonly string[];
 }
 
 /** A controller manager running every built-in controller except the disabled ones. */
@@ -283,9 +294,11 @@ export function createControllerManager(
   opts: CreateControllerManagerOptions = {},
 ): ControllerManager {
   const disabled = opts.disabled ?? [];
-  checkControllerNames(disabled);
-  const controllers = BUILTIN_CONTROLLER_NAMES.filter((n) => !disabled.includes(n)).map((n) =>
-    BUILTIN_CONTROLLERS[n](opts),
-  );
+  const enabled = opts.enabled ?? [];
+  checkControllerNames([...disabled, ...enabled]);
+  const controllers = BUILTIN_CONTROLLER_NAMES.filter(
+    (n) =>
+      !disabled.includes(n) && (!OFF_BY_DEFAULT_CONTROLLERS.includes(n) || enabled.includes(n)),
+  ).map((n) => BUILTIN_CONTROLLERS[n](opts));
   return new ControllerManager(opts, controllers);
 }

@@ -13,14 +13,14 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import {
-  isAlreadyExists,
-  isForbidden,
+  type Client,
   isNotFound,
   type Manager,
   type ReconcileContext,
   type Result,
 } from "@setpoint/runtime";
 import type { BuiltinController } from "./builtin-controller.ts";
+import { createInNamespace, setUpPerNamespace } from "./per-namespace.ts";
 
 /** The controller's name (what `--disable-controllers` takes). */
 export const ROOT_CA_PUBLISHER_CONTROLLER = "root-ca-cert-publisher";
@@ -33,7 +33,6 @@ export const ROOT_CA_DESCRIPTION =
 /** Concurrent reconciles. */
 export const DEFAULT_ROOT_CA_PUBLISHER_WORKERS = 1;
 
-const NAMESPACE = { apiVersion: "v1", kind: "Namespace" } as const;
 const CONFIG_MAP = { apiVersion: "v1", kind: "ConfigMap" } as const;
 
 export interface RootCaPublisherOptions {
@@ -50,54 +49,34 @@ export class RootCaPublisher implements BuiltinController {
 
   constructor(private readonly opts: RootCaPublisherOptions = {}) {}
 
-  setup(mgr: Manager): void {
-    this.rootCa = this.opts.rootCa ?? mgr.client.config.ca?.toString("utf8") ?? "";
-    mgr
-      .controller(ROOT_CA_PUBLISHER_CONTROLLER)
-      .for(NAMESPACE)
-      .watches(CONFIG_MAP, (cm) =>
-        cm.metadata.name === ROOT_CA_CONFIGMAP_NAME && cm.metadata.namespace
-          ? { name: cm.metadata.namespace }
-          : undefined,
-      )
-      .withOptions({
-        maxConcurrentReconciles: this.opts.workers ?? DEFAULT_ROOT_CA_PUBLISHER_WORKERS,
-      })
-      .complete((req, ctx) => this.reconcile(req.name, ctx));
+  setup(mgr: Manager, client: Client = mgr.client): void {
+    this.rootCa = this.opts.rootCa ?? client.config.ca?.toString("utf8") ?? "";
+    setUpPerNamespace(mgr, client, {
+      name: ROOT_CA_PUBLISHER_CONTROLLER,
+      kind: CONFIG_MAP,
+      objectName: ROOT_CA_CONFIGMAP_NAME,
+      workers: this.opts.workers ?? DEFAULT_ROOT_CA_PUBLISHER_WORKERS,
+      reconcile: (namespace, ctx) => this.reconcile(namespace, ctx),
+    });
   }
 
   private async reconcile(namespace: string, ctx: ReconcileContext): Promise<Result | undefined> {
-    let ns: KubeObject;
-    try {
-      ns = await ctx.reader.get<KubeObject>(NAMESPACE, namespace);
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    }
-    const phase = (ns.status as { phase?: string } | undefined)?.phase;
-    if (ns.metadata.deletionTimestamp || phase === "Terminating") return undefined;
     const data = { "ca.crt": this.rootCa };
     let cm: ConfigMap;
     try {
       cm = await ctx.reader.get<ConfigMap>(CONFIG_MAP, ROOT_CA_CONFIGMAP_NAME, namespace);
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      try {
-        await ctx.client.create<ConfigMap>({
-          ...CONFIG_MAP,
-          metadata: {
-            name: ROOT_CA_CONFIGMAP_NAME,
-            namespace,
-            annotations: { [ROOT_CA_DESCRIPTION_ANNOTATION]: ROOT_CA_DESCRIPTION },
-          },
-          data,
-        });
-        ctx.log.info("published the root CA");
-      } catch (err) {
-        // There already (the cache was behind), or the namespace began terminating or
-        // went away meanwhile: nothing to do.
-        if (!isAlreadyExists(err) && !isForbidden(err) && !isNotFound(err)) throw err;
-      }
+      const made = await createInNamespace(ctx, {
+        ...CONFIG_MAP,
+        metadata: {
+          name: ROOT_CA_CONFIGMAP_NAME,
+          namespace,
+          annotations: { [ROOT_CA_DESCRIPTION_ANNOTATION]: ROOT_CA_DESCRIPTION },
+        },
+        data,
+      } as ConfigMap);
+      if (made) ctx.log.info("published the root CA");
       return undefined;
     }
     const same =

@@ -43,6 +43,7 @@ export const CONTROLLER_SERVICE_ACCOUNTS: Readonly<Record<string, string>> = {
   disruption: "disruption-controller",
   job: "job-controller",
   "ttl-after-finished": "ttl-after-finished-controller",
+  "root-ca-cert-publisher": "root-ca-cert-publisher",
 };
 
 /** How long a controller's token is asked for (Kubernetes' controller tokens: an hour). */

@@ -59,6 +59,8 @@ export const ADMIN_USER: UserInfo = { name: "admin", groups: ["system:masters"] 
 export interface ControllerOptions {
   /** Built-in controllers not to run, by name (default: none). */
   disabled?: readonly string[];
+  /** Controllers off by default to run (OFF_BY_DEFAULT_CONTROLLERS; `setpoint up` runs them). */
+  enabled?: readonly string[];
   /** Campaign for the controller managers' Lease (so another manager can stand by). */
   leaderElection?: boolean;
   /** How long an Event lives after its latest occurrence. */
@@ -311,6 +313,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const manager = createControllerManager({
         ...(await controllerIdentities(creds, server.url, loopback)),
         disabled: c.disabled ?? [],
+        ...(c.enabled ? { enabled: c.enabled } : {}),
         leaderElection: c.leaderElection ?? false,
         ...(c.eventTtlMs ? { eventTtl: { ttlMs: c.eventTtlMs } } : {}),
         nodeLifecycle: { nodeMonitorGracePeriodMs: c.nodeMonitorGracePeriodMs },

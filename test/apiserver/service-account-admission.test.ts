@@ -12,6 +12,7 @@
 import type { Pod } from "@setpoint/api";
 import { describe, expect, it } from "vitest";
 import {
+  BUILTIN_CONTROLLER_NAMES,
   ROOT_CA_DESCRIPTION,
   ROOT_CA_DESCRIPTION_ANNOTATION,
 } from "../../src/controllers/index.ts";
@@ -29,22 +30,10 @@ const server = startForFile(() =>
     tls: true,
     serviceAccountAdmission: true,
     controllers: {
-      disabled: [
-        "garbage-collector",
-        "namespace",
-        "event-ttl",
-        "replicaset",
-        "deployment",
-        "node-lifecycle",
-        "pod-garbage-collector",
-        "endpoint",
-        "endpointslice",
-        "clusterrole-aggregation",
-        "disruption",
-        "scheduler",
-        "job",
-        "ttl-after-finished",
-      ],
+      enabled: ["root-ca-cert-publisher"],
+      disabled: BUILTIN_CONTROLLER_NAMES.filter(
+        (n) => n !== "serviceaccount" && n !== "root-ca-cert-publisher",
+      ),
     },
   }),
 );

@@ -139,6 +139,10 @@ export const CONTROLLER_ROLES: Readonly<Record<string, readonly PolicyRule[]>> =
     },
     EVENTS_RULE,
   ],
+  "root-ca-cert-publisher": [
+    { verbs: ["create", "update"], apiGroups: [""], resources: ["configmaps"] },
+    EVENTS_RULE,
+  ],
   "service-account-controller": [
     { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts"] },
     EVENTS_RULE,
