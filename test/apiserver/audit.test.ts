@@ -370,7 +370,17 @@ describe("the audit log", () => {
       stage: "ResponseComplete",
       requestURI: "/api/v1/namespaces/default/secrets/s1",
       verb: "get",
-      user: { username: SA, uid: expect.any(String), groups: SA_AUTHENTICATED },
+      // The token's id in extra, as kube-apiserver logs a ServiceAccount token's user.
+      user: {
+        username: SA,
+        uid: expect.any(String),
+        groups: SA_AUTHENTICATED,
+        extra: {
+          "authentication.kubernetes.io/credential-id": [
+            `JTI=${JSON.parse(Buffer.from(viewerToken.split(".")[1]!, "base64url").toString()).jti}`,
+          ],
+        },
+      },
       sourceIPs: ["127.0.0.1"],
       userAgent: "audit-test/1.0",
       objectRef: { resource: "secrets", namespace: "default", name: "s1", apiVersion: "v1" },

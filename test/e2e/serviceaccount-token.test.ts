@@ -68,6 +68,8 @@ describe("kubectl create token", () => {
       username: "system:serviceaccount:ci:bot",
       uid,
       groups: ["system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated"],
+      // The token's id, as Kubernetes 1.32 adds it.
+      extra: { "authentication.kubernetes.io/credential-id": [`JTI=${claims(token).jti}`] },
     });
     // RBAC: nothing until granted; `edit` in its namespace lets it write ConfigMaps.
     const forbidden = await asBot.fails([
