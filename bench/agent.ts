@@ -297,7 +297,27 @@ try {
   await sleep(10_000);
   const u2 = usage(agent.child.pid ?? 0);
   const MiB = 1024 * 1024;
+  // The agent's helper processes (service proxy, log relay), by the identity files it keeps.
+  const helpersRss = ["service-proxy", "log-relay"].reduce((sum, name) => {
+    try {
+      const { pid } = JSON.parse(readFileSync(join(dir, "agent", `${name}.json`), "utf8")) as {
+        pid: number;
+      };
+      return sum + usage(pid).rss;
+    } catch {
+      return sum;
+    }
+  }, 0);
   rows.push(
+    {
+      backend: "agent's helpers",
+      metric: `service proxy + log relay resident, ${IDLE} idle pods`,
+      value: helpersRss / MiB,
+      unit: "MiB",
+      baseline: u2.rss / MiB,
+      baselineLabel: "the agent",
+      better: "lower",
+    },
     {
       backend: "agent",
       metric: `resident memory, ${IDLE} idle pods`,
