@@ -167,6 +167,27 @@ async function startBackends(): Promise<number> {
   return pids[0];
 }
 
+/** Waits (30 s at most) for `child` to print its address, the first group of `pattern`. */
+async function printedAddress(
+  child: ChildProcess,
+  pattern: RegExp,
+  what: string,
+): Promise<{ addr: string; printed: string }> {
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const addr = pattern.exec(out)?.[1];
+    if (addr) return { addr, printed: out };
+    if (Date.now() > deadline || child.exitCode !== null) {
+      throw new Error(`${what} did not start:\n${out}`);
+    }
+    await sleep(50);
+  }
+}
+
 async function startGateway(kubeconfig: string, dataDir: string): Promise<Target> {
   const prof = process.env.BENCH_GATEWAY_PROFILE;
   const child = start(process.execPath, [
@@ -183,22 +204,10 @@ async function startGateway(kubeconfig: string, dataDir: string): Promise<Target
     "--log-format",
     "json",
   ]);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const deadline = Date.now() + 30_000;
-  let addr: string | undefined;
-  while (!addr) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      throw new Error(`setpoint gateway did not start:\n${out}`);
-    }
-    addr = /http on (\S+?)[,;]/.exec(out)?.[1];
-    await sleep(50);
-  }
+  const { addr, printed } = await printedAddress(child, /http on (\S+?)[,;]/, "setpoint gateway");
   const url = `http://${addr}/`;
   await until200(url, "the gateway's route");
-  gatewayLog = () => (logged.get(child)?.bytes ?? 0) - out.length;
+  gatewayLog = () => (logged.get(child)?.bytes ?? 0) - printed.length;
   return { name: "setpoint gateway", url, pid: child.pid as number };
 }
 
@@ -207,19 +216,7 @@ async function startNodeProxy(): Promise<Target> {
     NODE_PROXY,
     ...Array.from({ length: BACKENDS }, (_, i) => `${backendIp(i)}:${PORT}`),
   ]);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  const deadline = Date.now() + 30_000;
-  let addr: string | undefined;
-  while (!addr) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      throw new Error(`the node proxy did not start:\n${out}`);
-    }
-    addr = /listening on (\S+)/.exec(out)?.[1];
-    await sleep(50);
-  }
+  const { addr } = await printedAddress(child, /listening on (\S+)/, "the node proxy");
   const url = `http://${addr}/`;
   await until200(url, "the node proxy");
   return { name: "node proxy", url, pid: child.pid as number };
