@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
 import { Client, KubeconfigError, loadKubeconfig } from "@setpoint/runtime";
 import { Agent, DEFAULT_POD_RANGE } from "../agent/index.ts";
 import {
@@ -66,6 +67,11 @@ Simulated nodes (no processes; for tests and benchmarks):
 ${logUsage(29)}`;
 
 export async function agent(argv: string[]): Promise<number> {
+  // The agent lives as long as its node and is idle most of the time: V8's young
+  // generation stays at its starting size instead of growing under a burst of work
+  // (Pods starting) and being held from then on (about 30 MiB resident with 200 Pods).
+  // The flag is read each time the young generation would grow, so setting it now counts.
+  setFlagsFromString("--semi-space-growth-factor=1");
   try {
     return await run(argv);
   } catch (err) {
