@@ -36,6 +36,7 @@ import {
   startControlPlane,
   writeComponentKubeconfig,
 } from "../controlplane/index.ts";
+import { DEFAULT_SERVICE_RANGES, parseClusterIPRange } from "../registry/builtin/index.ts";
 import { DEFAULT_AGENT_SECURE_LISTEN } from "./agent-listen.ts";
 import { parseControllerList, parseNodeFlags } from "./controller-manager.ts";
 import { parseDuration, parseListen } from "./flags.ts";
@@ -72,6 +73,10 @@ Flags:
   --client-ca-file FILE       more CAs (PEM) whose client certificates authenticate: the
                               subject's CN is the user, each O a group (the data dir's CA
                               always does; the kubeconfig's admin presents one it signed)
+  --service-cluster-ip-range CIDR
+                              where Services' cluster IPs come from (default 127.100.0.0/16:
+                              reachable on this machine with no setup; the first one is the
+                              kubernetes Service's)
   --kubernetes-version 1.N    Kubernetes version to report, 1.27 to 1.33 (default 1.${DEFAULT_KUBERNETES_MINOR})
   --max-requests-inflight N   read-only requests served at once; more get 429 with Retry-After
                               (default 400; 0: no limit; watches do not count)
@@ -124,6 +129,7 @@ const UP_OPTIONS = {
   "token-auth-file": { type: "string" },
   "client-ca-file": { type: "string" },
   "kubernetes-version": { type: "string", default: `1.${DEFAULT_KUBERNETES_MINOR}` },
+  "service-cluster-ip-range": { type: "string" },
   "max-requests-inflight": { type: "string" },
   "max-mutating-requests-inflight": { type: "string" },
   "audit-policy-file": { type: "string" },
@@ -274,6 +280,14 @@ export async function up(argv: string[]): Promise<number> {
   const { host, port } = parseListen(values.listen);
   parseListen(values["agent-listen"]);
   const kubernetesMinor = parseKubernetesVersion(values["kubernetes-version"]);
+  const clusterIPRange = values["service-cluster-ip-range"];
+  if (clusterIPRange !== undefined) {
+    try {
+      parseClusterIPRange(clusterIPRange);
+    } catch (err) {
+      throw new UsageError(`--service-cluster-ip-range: ${(err as Error).message}`);
+    }
+  }
   const inflight = {
     ...optionalCount("max-requests-inflight", values["max-requests-inflight"], "readOnly"),
     ...optionalCount(
@@ -353,6 +367,7 @@ export async function up(argv: string[]): Promise<number> {
       tlsSans: values["tls-san"].split(",").filter(Boolean),
       extraTokens,
       kubernetesMinor,
+      ...(clusterIPRange ? { serviceRanges: { ...DEFAULT_SERVICE_RANGES, clusterIPRange } } : {}),
       inflight,
       ...(clientCaCerts ? { clientCaCerts } : {}),
       ...(audit ? { audit } : {}),

@@ -4,7 +4,8 @@
  * Service) and a real `setpoint agent`. The Pod gets the kube-api-access volume;
  * the agent writes its token, ca.crt and namespace under the container's root;
  * the runtime's in-cluster config finds them there and reaches the apiserver
- * through the `kubernetes` Service's cluster IP (verified against ca.crt), as
+ * through the `kubernetes` Service's cluster IP (verified against ca.crt; from a
+ * range of the test's own, `setpoint up --service-cluster-ip-range`), as
  * `system:serviceaccount:NS:default`: refused until a RoleBinding lets it list
  * Pods, then listing them.
  */
@@ -29,6 +30,9 @@ beforeAll(async () => {
     nodeName: NODE,
     range: RANGE,
     tokens: [],
+    // A cluster IP range of its own: every cluster on this machine gives its kubernetes
+    // Service the first address of its range, and tests run side by side.
+    upArgs: ["--service-cluster-ip-range", "127.191.0.0/16"],
   });
 }, 90_000);
 
@@ -93,7 +97,7 @@ it("lets a Pod read its token and call the apiserver through the kubernetes Serv
     500,
   );
   // Through the kubernetes Service's cluster IP, in its own namespace.
-  expect(line).toMatch(/^https:\/\/127\.100\.0\.1:443 default pods: .*caller/);
+  expect(line).toMatch(/^https:\/\/127\.191\.0\.1:443 default pods: .*caller/);
   // The files it read, as the agent wrote them.
   const [root] = (
     await kubectl.ok(["exec", "caller", "--", "sh", "-c", "echo $SETPOINT_ROOT"])

@@ -82,6 +82,8 @@ export interface UpWithAgentOptions {
   range: number;
   /** `token,user,uid` lines of the token file. */
   tokens: string[];
+  /** More flags of `setpoint up`. */
+  upArgs?: string[];
 }
 
 export async function startUpWithAgent(opts: UpWithAgentOptions): Promise<UpWithAgent> {
@@ -89,7 +91,13 @@ export async function startUpWithAgent(opts: UpWithAgentOptions): Promise<UpWith
   const images = testImageStore(join(dir, "images"));
   const tokens = join(dir, "tokens.csv");
   writeFileSync(tokens, opts.tokens.map((line) => `${line}\n`).join(""));
-  const up = await startSetpoint(["--data-dir", join(dir, "up"), "--token-auth-file", tokens]);
+  const up = await startSetpoint([
+    "--data-dir",
+    join(dir, "up"),
+    "--token-auth-file",
+    tokens,
+    ...(opts.upArgs ?? []),
+  ]);
   const agentOptions: AgentProcessOptions = {
     kubeconfig: up.kubeconfig,
     nodeName: opts.nodeName,

@@ -319,6 +319,10 @@ describe("setpoint up: bad flags", () => {
           ["up", "--data-dir", dataDir, "--storage", "etcd"],
           /--storage etcd needs --etcd-endpoints/,
         ],
+        [
+          ["up", "--data-dir", dataDir, "--service-cluster-ip-range", "127.100.0.0"],
+          /--service-cluster-ip-range: invalid service cluster IP range "127\.100\.0\.0": want an IPv4 CIDR from \/8 to \/30/,
+        ],
         [["up", "--data-dir"], /argument missing|--data-dir/],
         [
           ["up", "--data-dir", dataDir, "--token-auth-file", join(dataDir, "absent.csv")],
