@@ -17,7 +17,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { eventually } from "./helpers.ts";
 import { startUpWithAgent, stopUpWithAgent, type UpWithAgent } from "./up-with-agent.ts";
 
-const RANGE = 91;
+const RANGE = 95;
 const NODE = "in-cluster-node";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -19,7 +19,7 @@ import type { AgentProcess } from "./agent-process.ts";
 import { eventually } from "./helpers.ts";
 import { letReadPods, startKubectl, startUpWithAgent, stopUpWithAgent } from "./up-with-agent.ts";
 
-const RANGE = 91;
+const RANGE = 97;
 const NODE = "pf-node";
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
 

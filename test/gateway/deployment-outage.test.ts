@@ -278,9 +278,19 @@ it(
           const r = await get(gateway.address);
           const pod = /^hello from (\S+) \(version 1\.0\)/.exec(r.body)?.[1];
           if (r.status === 200 && pod) seen.add(pod);
-          return seen.size === 3;
+          if (seen.size === 3) return true;
+          // Not yet: what the gateway answered and where the Pods are, should it time out.
+          const pods = await client.list<Pod>(POD, { namespace: "default" }).catch(() => undefined);
+          const where = (pods?.items ?? []).map(
+            (p) =>
+              `${p.metadata.name} ${p.status?.phase ?? "-"}${p.spec?.nodeName ? "" : " unscheduled"} ${JSON.stringify(p.status?.containerStatuses?.[0]?.state ?? {})}`,
+          );
+          throw new Error(
+            `${seen.size} seen; the gateway answered ${r.status} ${r.body.slice(0, 80).trim()}; Pods: ${where.join(", ") || "none"}`,
+          );
         },
-        60_000,
+        90_000,
+        250,
       );
       // The client Pod, made after the Service: its environment names the cluster IP.
       await client.create<Pod>({
@@ -457,5 +467,5 @@ it(
       client.close();
     }
   },
-  LONG ? 300_000 : 180_000,
+  LONG ? 330_000 : 240_000,
 );
