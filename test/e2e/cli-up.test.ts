@@ -445,9 +445,14 @@ describeWithEtcd("setpoint up on etcd, two apiservers side by side", () => {
 
       await kb.ok(["delete", "cm", "from-a"]);
       await watchB.waitFor(/DELETED\s+from-a/);
-      await until(() => rawA.lines.length >= 4, "A's watch to see B's writes");
+      // The test's own ConfigMaps: controllers write others (each namespace's kube-root-ca.crt).
+      const mine = () =>
+        rawA.lines
+          .map((l) => JSON.parse(l) as Json)
+          .filter((e) => ["from-a", "from-b"].includes(e.object.metadata.name));
+      await until(() => mine().length >= 4, "A's watch to see B's writes");
       rawA.close();
-      const events = rawA.lines.map((l) => JSON.parse(l) as Json);
+      const events = mine();
       expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([
         "ADDED from-a",
         "ADDED from-b",
