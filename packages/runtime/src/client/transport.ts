@@ -60,6 +60,16 @@ export const BROKEN_ERROR_CODES: ReadonlySet<string> = new Set([
   "ETIMEDOUT",
   "ERR_SSL_WRONG_VERSION_NUMBER",
 ]);
+/**
+ * Requests a client has in flight to one apiserver at once (its keep-alive
+ * connections); more wait in the client for a connection to be free. Watches
+ * are not counted (each has a connection of its own). A controller that starts
+ * hundreds of writes at once (a ReplicaSet's slow-start batch) so stays within
+ * the server's in-flight seats (kube-apiserver's 200 mutating) instead of being
+ * answered 429 and sent again a second later, and reuses its connections
+ * instead of opening one per request.
+ */
+export const MAX_REQUESTS_IN_FLIGHT = 32;
 /** User-Agent when the config sets none. */
 export const DEFAULT_USER_AGENT = "setpoint-runtime/0.1.0";
 
@@ -98,7 +108,10 @@ export class Transport {
   private readonly bases: URL[];
   /** Index in `bases` of the address in use. */
   private current = 0;
+  /** Ordinary requests: at most MAX_REQUESTS_IN_FLIGHT connections per apiserver. */
   private readonly agent: http.Agent;
+  /** Watches: a connection each, not counted against the requests' bound. */
+  private readonly streamAgent: http.Agent;
   private readonly protocol: typeof http | typeof https;
   private readonly bucket: TokenBucket | undefined;
   private fileToken: { value: string; readAt: number } | undefined;
@@ -114,17 +127,20 @@ export class Transport {
     }
     if (protocol === "https:") {
       this.protocol = https;
-      this.agent = new https.Agent({
+      // One TLS context for every connection (otherwise each new connection
+      // parses the CA and the client key pair again).
+      const tls = {
         keepAlive: true,
-        // One TLS context for every connection (otherwise each new connection
-        // parses the CA and the client key pair again).
         secureContext: createSecureContext({ ca: config.ca, cert: config.cert, key: config.key }),
         rejectUnauthorized: config.insecureSkipTLSVerify !== true,
         servername: config.tlsServerName,
-      });
+      };
+      this.agent = new https.Agent({ ...tls, maxSockets: MAX_REQUESTS_IN_FLIGHT });
+      this.streamAgent = new https.Agent(tls);
     } else if (protocol === "http:") {
       this.protocol = http;
-      this.agent = new http.Agent({ keepAlive: true });
+      this.agent = new http.Agent({ keepAlive: true, maxSockets: MAX_REQUESTS_IN_FLIGHT });
+      this.streamAgent = new http.Agent({ keepAlive: true });
     } else {
       throw new Error(`server URL must be http or https: ${config.server}`);
     }
@@ -141,6 +157,7 @@ export class Transport {
   /** Closes idle keep-alive connections; in-flight requests and watches are cut. */
   close(): void {
     this.agent.destroy();
+    this.streamAgent.destroy();
   }
 
   private async bearer(): Promise<string | undefined> {
@@ -233,7 +250,9 @@ export class Transport {
         method: spec.method,
         path,
         headers,
-        agent: this.agent,
+        // A request with no deadline (a watch) lasts as long as it likes: it
+        // never holds one of the requests' connections.
+        agent: spec.timeoutMs === 0 ? this.streamAgent : this.agent,
         signal: spec.signal,
       });
       if (timeoutMs > 0) {
