@@ -120,6 +120,9 @@ export class JsonObjectSplitter {
           } catch (e) {
             throw new WatchDecodeError(`malformed watch event: ${(e as Error).message}`);
           }
+          // Between objects again: whole lines that follow take the fast path
+          // (the loop's i++ moves to where the character scan must go on).
+          i = this.wholeLines(buf, i + 1, out) - 1;
         }
       }
     }
