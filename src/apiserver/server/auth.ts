@@ -75,12 +75,24 @@ const CLIENT_AUTH_USAGE = "1.3.6.1.5.5.7.3.2";
  * Authenticates the TLS client certificate of a request, once the server has
  * verified it against its client CAs, as Kubernetes does: the subject's CN is the
  * user and each O a group; a certificate not meant for client authentication is
- * not accepted.
+ * not accepted. The user is worked out once per connection (the certificate is
+ * the handshake's; a renegotiation, which emits `secure` again, forgets it).
  */
 export class ClientCertificateAuthenticator implements Authenticator {
+  readonly #users = new WeakMap<TLSSocket, UserInfo | null>();
+
   authenticate(req: IncomingMessage): UserInfo | undefined {
     const socket = req.socket as TLSSocket;
     if (!socket.encrypted || !socket.authorized) return undefined;
+    const known = this.#users.get(socket);
+    if (known !== undefined) return known ?? undefined;
+    const user = this.#fromCertificate(socket);
+    this.#users.set(socket, user ?? null);
+    socket.once("secure", () => this.#users.delete(socket));
+    return user;
+  }
+
+  #fromCertificate(socket: TLSSocket): UserInfo | undefined {
     const cert = socket.getPeerCertificate();
     const name = cert?.subject?.CN;
     if (typeof name !== "string" || name === "") return undefined;
