@@ -122,6 +122,12 @@ describe("ServiceAccountTokens", () => {
     expect(tokens.verify(token, NOW)).toEqual({ ok: false, reason: "audience" });
     const some = tokens.issue({ ...CLAIMS, audiences: ["vault", "other-api"] }, 3600, NOW);
     expect(tokens.verify(some.token, NOW).ok).toBe(true);
+    // A token accepted a moment ago is judged again for each audience asked about.
+    expect(tokens.verify(some.token, NOW, ["vault"]).ok).toBe(true);
+    expect(tokens.verify(some.token, NOW, ["elsewhere"])).toEqual({
+      ok: false,
+      reason: "audience",
+    });
   });
 
   it("refuses a token signed with another key, or by another issuer", () => {

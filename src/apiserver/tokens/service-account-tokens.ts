@@ -139,11 +139,21 @@ function isTime(v: unknown): v is number {
   return typeof v === "number" && Number.isFinite(v);
 }
 
+/**
+ * Tokens whose signature was found good, kept with their decoded claims so that
+ * the next request with one is not checked and decoded again (its times,
+ * audience and claims are judged on every request). The oldest is forgotten
+ * beyond this.
+ */
+export const SIGNED_TOKENS_KEPT = 1024;
+
 /** Signs and verifies service account tokens with one key. */
 export class ServiceAccountTokens {
   readonly issuer: string;
   readonly audiences: readonly string[];
   readonly #key: Buffer;
+  /** Tokens signed with this key, and their claims (never modified), oldest first. */
+  readonly #signed = new Map<string, Readonly<Record<string, unknown>>>();
   /** Key id: names the key without revealing it (a verifier with another key refuses early). */
   readonly #kid: string;
 
@@ -220,6 +230,24 @@ export class ServiceAccountTokens {
     now = new Date(),
     audiences: readonly string[] = this.audiences,
   ): TokenVerdict {
+    let claims = this.#signed.get(token);
+    if (claims === undefined) {
+      const signed = this.#checkSignature(token);
+      if (!signed.ok) return signed;
+      claims = signed.claims;
+      this.#signed.set(token, claims);
+      if (this.#signed.size > SIGNED_TOKENS_KEPT) {
+        const oldest = this.#signed.keys().next().value;
+        if (oldest !== undefined) this.#signed.delete(oldest);
+      }
+    }
+    return this.#judge(claims, now, audiences);
+  }
+
+  /** A token's form, header and signature checked: its claims, decoded. */
+  #checkSignature(
+    token: string,
+  ): { ok: true; claims: Record<string, unknown> } | { ok: false; reason: TokenRefusal } {
     if (!ServiceAccountTokens.looksLikeJwt(token)) return { ok: false, reason: "malformed" };
     const [h, p, s] = token.split(".") as [string, string, string];
     const header = parseSegment(h);
@@ -234,6 +262,15 @@ export class ServiceAccountTokens {
     }
     const claims = parseSegment(p);
     if (!claims) return { ok: false, reason: "malformed" };
+    return { ok: true, claims };
+  }
+
+  /** The verdict on a signed token's claims: issuer, account, times (at `now`), audience. */
+  #judge(
+    claims: Readonly<Record<string, unknown>>,
+    now: Date,
+    audiences: readonly string[],
+  ): TokenVerdict {
     if (claims.iss !== this.issuer) return { ok: false, reason: "issuer" };
     const k8s = claims["kubernetes.io"] as Record<string, unknown> | undefined;
     const sa = k8s?.serviceaccount as Record<string, unknown> | undefined;
@@ -275,7 +312,7 @@ export class ServiceAccountTokens {
       namespace,
       name,
       uid,
-      audiences: aud,
+      audiences: [...aud],
       ...(bound ? { bound } : {}),
       ...(isString(claims.jti) ? { jti: claims.jti } : {}),
       ...(node ? { node } : {}),
