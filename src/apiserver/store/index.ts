@@ -27,13 +27,19 @@ export {
   CLAIMS_REPAIR_INTERVAL_MS,
   repairClaims,
 } from "./claims-repair.ts";
+export { decodeContinueToken } from "./continue-token.ts";
 export {
   type DeleteOptions,
   deletionFinalizers,
   type PropagationPolicy,
 } from "./delete-decision.ts";
 export { entryMatches, type ObjectFilter, objectMatches } from "./filter.ts";
-export { type ListRequest, listsRaw, type StorageListResult } from "./list-storage.ts";
+export {
+  type ListRequest,
+  type ListVisitor,
+  listsRaw,
+  type StorageListResult,
+} from "./list-storage.ts";
 export {
   type CachedList,
   type CreateOptions,

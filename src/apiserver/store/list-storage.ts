@@ -73,8 +73,22 @@ export function listsRaw(ctx: StoreContext, filter: ObjectFilter): boolean {
 }
 
 /**
+ * What a list read with a visitor hands over per storage page, instead of
+ * collecting it: the objects selected (or, read raw, their JSON, then `items` is
+ * empty) and the bytes they were stored in.
+ */
+export type ListVisitor = (items: KubeObject[], json: string[], storedBytes: number) => void;
+
+/**
  * Reads a list (or one page of it) from storage; with `raw` (see listsRaw), as the
- * objects' JSON instead of objects.
+ * objects' JSON instead of objects. With `visit`, the objects are handed to it a
+ * storage page at a time and not kept (the result's `items` and `json` are empty):
+ * a page of any size is read in memory of about one storage page.
+ *
+ * Storage is read in pages of at most `storagePageSize` items: a page of a list
+ * asked for with a larger limit is read in several, which ends where one read would
+ * have (each read is at most the count still wanted, so the list ends after the
+ * same key, with the same continue token and remaining count).
  */
 export async function listFromStorage(
   ctx: StoreContext,
@@ -82,6 +96,7 @@ export async function listFromStorage(
   filter: ObjectFilter,
   raw = false,
   countRemaining = true,
+  visit?: ListVisitor,
 ): Promise<StorageListResult> {
   const { store, limits } = ctx.services;
   const prefix = collectionPrefix(ctx.def, ctx.scope.namespace);
@@ -109,8 +124,16 @@ export async function listFromStorage(
     }
   }
 
-  const items: KubeObject[] = [];
-  const json: string[] = [];
+  let items: KubeObject[] = [];
+  let json: string[] = [];
+  let storedBytes = 0;
+  const handOver = () => {
+    if (!visit || (items.length === 0 && json.length === 0)) return;
+    visit(items, json, storedBytes);
+    items = [];
+    json = [];
+    storedBytes = 0;
+  };
   let count = 0;
   let pageRevision = 0;
   let lastKey: string | undefined;
@@ -119,11 +142,13 @@ export async function listFromStorage(
   try {
     for (;;) {
       const want = limit > 0 ? limit - count : limits.storagePageSize;
-      const pageSize = after !== undefined ? limits.storagePageSize : want;
+      const pageSize =
+        after !== undefined ? limits.storagePageSize : Math.min(want, limits.storagePageSize);
       const page = await store.list(prefix, {
         limit: pageSize,
-        // Only a page asked for with a limit tells what remains after it.
-        countRemaining: countRemaining && limit > 0,
+        // Only a page asked for with a limit tells what remains after it, and only
+        // the storage page that may end it (one of every object still wanted).
+        countRemaining: countRemaining && limit > 0 && (after !== undefined || pageSize === want),
         ...(storeToken !== undefined
           ? { continue: storeToken }
           : revision !== undefined
@@ -150,15 +175,18 @@ export async function listFromStorage(
             storedWithRevision(kv.value, kv.modRevision) ??
               JSON.stringify(decodeStored(kv, ctx.def)),
           );
+          storedBytes += kv.value.length;
           count++;
           continue;
         }
         const obj = decodeStored(kv, ctx.def);
         if (objectMatches(filter, ctx.def, obj)) {
           items.push(obj);
+          storedBytes += kv.value.length;
           count++;
         }
       }
+      handOver();
       const passedStart = after !== undefined && page.items.some((kv) => kv.key > after!);
       if (full) {
         // Stopped inside a storage page: the next page starts after the last key returned.

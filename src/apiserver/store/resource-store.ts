@@ -17,7 +17,12 @@ import type { CacheEntry, WatchCache } from "../watchcache/watch-cache.ts";
 import { decodeStored } from "../wire/codec.ts";
 import { type DeleteOptions, decideDelete } from "./delete-decision.ts";
 import { entryMatches, type ObjectFilter } from "./filter.ts";
-import { type ListRequest, listFromStorage, type StorageListResult } from "./list-storage.ts";
+import {
+  type ListRequest,
+  type ListVisitor,
+  listFromStorage,
+  type StorageListResult,
+} from "./list-storage.ts";
 import { prepareNewObject } from "./new-object.ts";
 import type { ResourceScope, StoreContext, StoreServices } from "./scope.ts";
 import { statusFromStorage } from "./store-errors.ts";
@@ -135,15 +140,17 @@ export class ResourceStore implements StoreContext {
   /**
    * A list (or one page of it) read from storage; with `raw` (see listsRaw), as
    * the objects' JSON instead of objects; without `countRemaining`, no
-   * remainingItemCount (a reader paging to the end needs none).
+   * remainingItemCount (a reader paging to the end needs none); with `visit`, the
+   * objects are handed to it a storage page at a time instead of kept.
    */
   list(
     opts: ListRequest,
     filter: ObjectFilter,
     raw = false,
     countRemaining = true,
+    visit?: ListVisitor,
   ): Promise<StorageListResult> {
-    return listFromStorage(this, opts, filter, raw, countRemaining);
+    return listFromStorage(this, opts, filter, raw, countRemaining, visit);
   }
 
   /** The collection's objects `filter` selects, as the watch cache holds them now. */
