@@ -53,12 +53,17 @@ export interface HarnessOptions {
   limits?: Partial<ApiLimits>;
   /** Adjusts the registry before the handler starts. */
   registry?: (reg: Registry) => void;
+  /**
+   * Serves this store (another harness's: a second apiserver on the same
+   * storage) instead of a new one; it is left open on close.
+   */
+  store?: SqliteStore;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const limits = opts.limits ?? {};
   const dir = mkdtempSync(join(tmpdir(), "setpoint-api-"));
-  const store = SqliteStore.open(join(dir, "data.db"), { durable: false });
+  const store = opts.store ?? SqliteStore.open(join(dir, "data.db"), { durable: false });
   const registry = createBuiltinRegistry();
   opts.registry?.(registry);
   const handler = await createApiHandler({ store, registry, limits });
@@ -135,7 +140,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       await handler.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await store.close();
+      if (!opts.store) await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

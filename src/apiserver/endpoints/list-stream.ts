@@ -4,7 +4,9 @@
  * (chunked transfer encoding) through streaming/, a chunk at a time, with
  * backpressure and within the global output budget, so that a list of any size
  * costs the server about one chunk of memory while it is sent, and the event
- * loop serves other requests between chunks.
+ * loop serves other requests between chunks. JSON and YAML lists are streamed
+ * (wire/list-text.ts: the same bytes as the whole list); protobuf lists are
+ * written whole.
  */
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { storageVersion } from "../../registry/types.ts";
@@ -16,7 +18,8 @@ import {
   textChunks,
 } from "../streaming/index.ts";
 import type { CacheEntry } from "../watchcache/watch-cache.ts";
-import { listElementsJson, listEnvelopeJson, type Renderer, rendersRaw } from "../wire/render.ts";
+import { type ListText, listText, listTextMediaType } from "../wire/list-text.ts";
+import { type Renderer, rendersRaw } from "../wire/render.ts";
 import { setWarnings, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 
@@ -31,13 +34,39 @@ export function streamOptions(scope: RequestScope, onStall?: () => void): Stream
   };
 }
 
-/** Whether lists in this representation can be streamed (JSON; YAML is sent whole). */
-export function streamsList(r: Renderer): boolean {
-  return r.output.mediaType === "application/json";
+/**
+ * Objects in the first page of a list read from storage to be streamed: about a
+ * chunk, by the size of the objects the watch cache holds (a storage page when
+ * it holds none yet).
+ */
+export function firstPageLimit(scope: RequestScope): number {
+  const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
+  const cache = scope.ctx.caches.forDef(scope.def);
+  const average = cache.isReady ? cache.averageEntryBytes : 0;
+  return average > 0
+    ? Math.min(storagePageSize, Math.max(1, Math.ceil(streamChunkBytes / average)))
+    : storagePageSize;
 }
 
-function framing(head: string, tail: string): Framing {
-  return { head, tail, separator: ",", before: "", after: "" };
+/** Whether lists in this representation can be streamed (JSON and YAML; protobuf is sent whole). */
+export function streamsList(r: Renderer): boolean {
+  return listTextMediaType(r);
+}
+
+function framing(t: ListText): Framing {
+  return {
+    head: t.head,
+    tail: t.tail,
+    separator: t.separator,
+    before: "",
+    after: "",
+    empty: t.empty,
+  };
+}
+
+/** The whole body of a list whose elements' text is `pieces`. */
+function wholeList(t: ListText, pieces: readonly string[]): string {
+  return pieces.length === 0 ? t.empty : `${t.head}${pieces.join(t.separator)}${t.tail}`;
 }
 
 /** Sends the headers of a streamed list (no Content-Length: chunked). */
@@ -69,7 +98,7 @@ function takeEntries(entries: readonly CacheEntry[], at: number, room: number): 
   return to;
 }
 
-/** Writes a list of watch cache entries (already selected, in order), in JSON (see streamsList). */
+/** Writes a list of watch cache entries (already selected, in order), in JSON or YAML (see streamsList). */
 export async function writeCachedList(
   scope: RequestScope,
   r: Renderer,
@@ -77,44 +106,33 @@ export async function writeCachedList(
   meta: ListMeta,
 ): Promise<void> {
   const raw = rendersRaw(r, storageVersion(scope.def).name);
+  const text = listText(r, meta);
   let bytes = 0;
   for (const e of entries) bytes += e.byteLength;
   if (bytes <= scope.ctx.limits.streamChunkBytes) {
-    if (raw) {
-      const { head, tail } = listEnvelopeJson(r, meta);
-      const body = bytesChunks(entries, framing(head, tail))(Number.POSITIVE_INFINITY)!;
+    if (raw && entries.length > 0) {
+      const body = bytesChunks(entries, framing(text))(Number.POSITIVE_INFINITY)!;
       writeRaw(scope.res, 200, r.output.contentType, body, scope.warnings);
       return;
     }
-    const { head, tail } = listEnvelopeJson(r, meta);
-    const items = listElementsJson(r, objectsOf(entries));
-    writeRaw(
-      scope.res,
-      200,
-      r.output.contentType,
-      `${head}${items.join(",")}${tail}`,
-      scope.warnings,
-    );
+    const body = wholeList(text, text.elements(objectsOf(entries)));
+    writeRaw(scope.res, 200, r.output.contentType, body, scope.warnings);
     return;
   }
-  const { head, tail } = listEnvelopeJson(r, meta);
   const stream = beginList(scope, r);
   let complete: boolean;
   if (raw) {
-    complete = await stream.pump(bytesChunks(entries, framing(head, tail)));
+    complete = await stream.pump(bytesChunks(entries, framing(text)));
   } else {
     let at = 0;
     complete = await stream.pump(
-      textChunks(
-        (room) => {
-          if (at >= entries.length) return null;
-          const to = takeEntries(entries, at, room);
-          const batch = entries.slice(at, to);
-          at = to;
-          return listElementsJson(r, objectsOf(batch));
-        },
-        framing(head, tail),
-      ),
+      textChunks((room) => {
+        if (at >= entries.length) return null;
+        const to = takeEntries(entries, at, room);
+        const batch = entries.slice(at, to);
+        at = to;
+        return text.elements(objectsOf(batch));
+      }, framing(text)),
     );
   }
   endList(scope, stream, complete);
@@ -129,10 +147,14 @@ export interface ListPage {
 }
 
 /**
- * Writes an unpaginated list read from storage page by page, in JSON (see streamsList): `first` is its first
- * page (read before anything is sent, so its errors are answered as statuses);
- * `next` reads the page after a continue token, of about `limit` objects. Every
- * page is read at the first one's revision, so the list is one consistent state.
+ * Writes a list read from storage page by page, in JSON or YAML (see
+ * streamsList): `first` is its first page (read before anything is sent, so its
+ * errors are answered as statuses); `next` reads the page after a continue token,
+ * of at most `limit` objects. Every page is read at the first one's revision, so
+ * the list is one consistent state. With `total`, the list is streamed and ends
+ * after that many objects (a page of a paginated list, counted before: see
+ * list.ts); without, it ends with the last page, and is sent whole when the first
+ * page is the only one.
  */
 export async function writePagedList(
   scope: RequestScope,
@@ -140,49 +162,50 @@ export async function writePagedList(
   meta: ListMeta,
   first: ListPage,
   next: (token: string, limit: number) => Promise<ListPage>,
+  total?: number,
 ): Promise<void> {
-  const elements = (page: ListPage) => page.json ?? listElementsJson(r, page.items);
-  const firstJson = elements(first);
-  if (first.continue === undefined) {
+  const text = listText(r, meta);
+  const elements = (page: ListPage) => page.json ?? text.elements(page.items);
+  const sizeOf = (page: ListPage) => page.json?.length ?? page.items.length;
+  const firstText = elements(first);
+  if (first.continue === undefined && total === undefined) {
     // The whole list in one page: sent whole, as a list always was.
-    const { head, tail } = listEnvelopeJson(r, meta);
-    writeRaw(
-      scope.res,
-      200,
-      r.output.contentType,
-      `${head}${firstJson.join(",")}${tail}`,
-      scope.warnings,
-    );
+    writeRaw(scope.res, 200, r.output.contentType, wholeList(text, firstText), scope.warnings);
     return;
   }
   let bytes = 0;
-  for (const s of firstJson) bytes += s.length;
-  const average = Math.max(1, bytes / Math.max(1, firstJson.length));
-  const { head, tail } = listEnvelopeJson(r, meta);
+  for (const s of firstText) bytes += s.length;
+  const average = Math.max(1, bytes / Math.max(1, sizeOf(first)));
   const stream = beginList(scope, r);
-  let pending: string[] | null = firstJson;
+  let pending: string[] | null = firstText;
+  let sent = sizeOf(first);
   let token: string | undefined = first.continue;
   let complete = false;
   try {
     complete = await stream.pump(
-      textChunks(
-        async (room) => {
-          if (pending !== null) {
-            const out = pending;
-            pending = null;
-            return out;
+      textChunks(async (room) => {
+        if (pending !== null) {
+          const out = pending;
+          pending = null;
+          return out;
+        }
+        const left = total === undefined ? Number.POSITIVE_INFINITY : total - sent;
+        if (token === undefined || left <= 0) {
+          if (total !== undefined && sent !== total) {
+            throw new Error(`a list of ${total} objects ended after ${sent} when read again`);
           }
-          if (token === undefined) return null;
-          const limit = Math.min(
-            scope.ctx.limits.storagePageSize,
-            Math.max(1, Math.ceil(room / average)),
-          );
-          const page = await next(token, limit);
-          token = page.continue;
-          return elements(page);
-        },
-        framing(head, tail),
-      ),
+          return null;
+        }
+        const limit = Math.min(
+          scope.ctx.limits.storagePageSize,
+          Math.max(1, Math.ceil(room / average)),
+          left,
+        );
+        const page = await next(token, limit);
+        token = page.continue;
+        sent += sizeOf(page);
+        return elements(page);
+      }, framing(text)),
     );
   } catch (err) {
     scope.ctx.logger?.warn({ err }, "a streamed list failed part way; its response is cut");

@@ -7,12 +7,17 @@
 
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { storageVersion } from "../../registry/types.ts";
-import { listsRaw, type ObjectFilter } from "../store/index.ts";
+import {
+  decodeContinueToken,
+  listsRaw,
+  type ObjectFilter,
+  type StorageListResult,
+} from "../store/index.ts";
 import { type Renderer, rawListJson, renderList, rendersRaw } from "../wire/render.ts";
 import { writeObject, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import type { ListOptions } from "./list-options.ts";
-import { streamsList, writeCachedList, writePagedList } from "./list-stream.ts";
+import { firstPageLimit, streamsList, writeCachedList, writePagedList } from "./list-stream.ts";
 
 /** The filter of a list or watch request. */
 export function filterFor(scope: RequestScope, opts: ListOptions): ObjectFilter {
@@ -70,14 +75,7 @@ async function listPagesFromStorage(
   filter: ObjectFilter,
   raw: boolean,
 ): Promise<void> {
-  const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
-  // The first page about a chunk, by the size of the objects the watch cache holds.
-  const cache = scope.ctx.caches.forDef(scope.def);
-  const average = cache.isReady ? cache.averageEntryBytes : 0;
-  const limit =
-    average > 0
-      ? Math.min(storagePageSize, Math.max(1, Math.ceil(streamChunkBytes / average)))
-      : storagePageSize;
+  const limit = firstPageLimit(scope);
   // A page limit would make resourceVersion=N exact: the list asked for "not older than N".
   const first: ListOptions = { ...opts, limit };
   if (opts.resourceVersion !== "" && opts.resourceVersionMatch === undefined) {
@@ -90,6 +88,96 @@ async function listPagesFromStorage(
   await writePagedList(scope, r, meta, page, (token, limit) =>
     scope.store.list({ ...rest, limit, continue: token, resourceVersion: "" }, filter, raw, false),
   );
+}
+
+/** Whether a page of a paginated list can be streamed (see listPageFromStorage). */
+function streamsPage(r: Renderer, opts: ListOptions): boolean {
+  if (!streamsList(r)) return false;
+  // A token without the store's own position (after a 410) is continued by a scan
+  // whose page ends depend on how it is read: such a page is read whole.
+  return !opts.continue || decodeContinueToken(opts.continue).store !== undefined;
+}
+
+/**
+ * Serves a page of a paginated list (`limit`, or `continue`) from storage in
+ * memory of about a chunk, whatever its limit. The page is read once to the end,
+ * a storage page at a time, keeping objects only while they fit in a chunk: that
+ * read gives the list's metadata (its revision, continue token and remaining
+ * count, exactly as a whole read does), which come before the items. A page that
+ * fits is sent whole, as before; a larger one is read again, at the same revision
+ * and from the same start, a chunk at a time, and streamed (see writePagedList),
+ * ending after as many objects as the first read counted.
+ */
+async function listPageFromStorage(
+  scope: RequestScope,
+  r: Renderer,
+  opts: ListOptions,
+  filter: ObjectFilter,
+  raw: boolean,
+): Promise<void> {
+  // What the read found: objects kept while they fit in a chunk (`fits`), and counted.
+  const found = { items: [] as KubeObject[], json: [] as string[], bytes: 0, count: 0, fits: true };
+  const page = await scope.store.list(opts, filter, raw, true, (items, json, bytes) => {
+    found.count += items.length + json.length;
+    found.bytes += bytes;
+    if (!found.fits) return;
+    if (found.bytes > scope.ctx.limits.streamChunkBytes) {
+      found.fits = false;
+      found.items = [];
+      found.json = [];
+      return;
+    }
+    for (const o of items) found.items.push(o);
+    for (const j of json) found.json.push(j);
+  });
+  const meta = pageMeta(page);
+  if (found.fits) {
+    if (raw) {
+      writeRaw(
+        scope.res,
+        200,
+        r.output.contentType,
+        rawListJson(r, found.json, meta),
+        scope.warnings,
+      );
+    } else writeList(scope, r, found.items, meta);
+    return;
+  }
+  // Read again at the revision the page was read at (a continue token carries it).
+  const { resourceVersionMatch: _match, ...rest } = opts;
+  const again: ListOptions = opts.continue
+    ? { ...opts }
+    : { ...opts, resourceVersion: String(page.revision), resourceVersionMatch: "Exact" };
+  const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
+  const average = Math.max(1, found.bytes / Math.max(1, found.count));
+  again.limit = Math.min(
+    found.count,
+    storagePageSize,
+    Math.max(1, Math.ceil(streamChunkBytes / average)),
+  );
+  const first = await scope.store.list(again, filter, raw, false);
+  await writePagedList(
+    scope,
+    r,
+    meta,
+    first,
+    (token, limit) =>
+      scope.store.list(
+        { ...rest, limit, continue: token, resourceVersion: "" },
+        filter,
+        raw,
+        false,
+      ),
+    found.count,
+  );
+}
+
+/** The metadata of a list read from storage. */
+function pageMeta(page: StorageListResult): ListMeta {
+  const meta: ListMeta = { resourceVersion: String(page.revision) };
+  if (page.continue) meta.continue = page.continue;
+  if (page.remainingItemCount !== undefined) meta.remainingItemCount = page.remainingItemCount;
+  return meta;
 }
 
 /** Handles a list request. */
@@ -105,10 +193,12 @@ export async function listResource(scope: RequestScope, opts: ListOptions): Prom
     await listPagesFromStorage(scope, r, opts, filter, raw);
     return;
   }
+  if (streamsPage(r, opts)) {
+    await listPageFromStorage(scope, r, opts, filter, raw);
+    return;
+  }
   const page = await scope.store.list(opts, filter, raw);
-  const meta: ListMeta = { resourceVersion: String(page.revision) };
-  if (page.continue) meta.continue = page.continue;
-  if (page.remainingItemCount !== undefined) meta.remainingItemCount = page.remainingItemCount;
+  const meta = pageMeta(page);
   if (page.json) {
     writeRaw(scope.res, 200, r.output.contentType, rawListJson(r, page.json, meta), scope.warnings);
     return;

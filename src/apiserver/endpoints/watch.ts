@@ -11,6 +11,10 @@
  * - with sendInitialEvents=true: the state not older than N as ADDED events, then
  *   a BOOKMARK annotated `k8s.io/initial-events-end: "true"`.
  *
+ * Initial ADDED events are streamed a chunk at a time with backpressure (see
+ * streaming/): the cache's state, or, when the cache has not reached N yet, the
+ * state read from storage a page at a time, all pages at one revision.
+ *
  * Watches are selector-aware (an object that stops matching is sent as DELETED,
  * one that starts matching as ADDED), send periodic BOOKMARKs when asked, end
  * after timeoutSeconds, and are cut off (their response ended) when the client
@@ -26,6 +30,7 @@ import {
   type EventSide,
   type EventType,
   entryMatches,
+  listsRaw,
   type ObjectFilter,
   type SharedChunks,
 } from "../store/index.ts";
@@ -44,7 +49,7 @@ import { setWarnings } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import { filterFor } from "./list.ts";
 import type { ListOptions } from "./list-options.ts";
-import { streamOptions } from "./list-stream.ts";
+import { firstPageLimit, type ListPage, streamOptions } from "./list-stream.ts";
 
 /** The annotation that marks the bookmark ending a watch's initial events. */
 export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
@@ -56,6 +61,9 @@ export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
 export const WATCH_FRESHNESS_WAIT_MS = 100;
 
 const EVENT_TYPES: readonly EventType[] = ["ADDED", "MODIFIED", "DELETED"];
+
+/** Watch lines are written one after another, with nothing around them. */
+const LINES = { head: "", tail: "", separator: "", before: "", after: "" };
 
 /**
  * Renders watch event objects in one representation, caching per event. A line
@@ -226,11 +234,6 @@ class HttpWatcher implements CacheWatcher {
     return !first;
   }
 
-  /** Queues an ADDED line for an object read from storage (initial events). */
-  sendObject(obj: KubeObject): void {
-    this.#pending.push(this.renderer.line("ADDED", obj, this.#noHeaders()));
-  }
-
   /** Queues a BOOKMARK at `rev` (annotated when it ends the initial events). */
   sendBookmark(rev: number, initialEventsEnd = false): void {
     this.#pending.push(this.#bookmarkLine(rev, initialEventsEnd));
@@ -343,21 +346,13 @@ class HttpWatcher implements CacheWatcher {
    */
   async streamInitial(entries: readonly CacheEntry[], endBookmark: boolean): Promise<void> {
     this.#initial = true;
-    const stream = new ResponseStream(
-      this.scope.res,
-      streamOptions(this.scope, () => {
-        this.scope.ctx.logger?.warn(
-          { resource: this.scope.def.names.plural },
-          "watch client stopped taking its initial events; ending its watch",
-        );
-        this.close(true);
-        this.scope.res.destroy();
-      }),
-    );
-    const f = { head: "", tail: "", separator: "", before: "", after: "" };
     let produce: (room: number) => string | Buffer | null | Promise<string | Buffer | null>;
     if (this.renderer.raw) {
-      produce = bytesChunks(entries, { ...f, before: '{"type":"ADDED","object":', after: "}\n" });
+      produce = bytesChunks(entries, {
+        ...LINES,
+        before: '{"type":"ADDED","object":',
+        after: "}\n",
+      });
     } else {
       let at = 0;
       produce = textChunks((room) => {
@@ -370,9 +365,84 @@ class HttpWatcher implements CacheWatcher {
           bytes += line.length;
         }
         return lines;
-      }, f);
+      }, LINES);
     }
     for (const e of entries) if (e.rev > this.#lastRev) this.#lastRev = e.rev;
+    await this.#pumpInitial(produce, endBookmark ? this.startRev : undefined);
+  }
+
+  /**
+   * Streams initial events read from storage page by page, as streamInitial does
+   * the cache's: `first` is the first page (read before the response began),
+   * `next` reads the page after a continue token, of at most `limit` objects, at
+   * the first page's revision `rev`; then the bookmark at `rev` ending them.
+   */
+  async streamInitialPages(
+    first: ListPage,
+    next: (token: string, limit: number) => Promise<ListPage>,
+    rev: number,
+    replayed: readonly CacheEvent[],
+  ): Promise<void> {
+    this.#initial = true;
+    for (const ev of replayed) this.deliver(ev);
+    const lines = (page: ListPage): string[] =>
+      page.json
+        ? page.json.map((json) => `{"type":"ADDED","object":${json}}\n`)
+        : page.items.map((obj) => this.renderer.line("ADDED", obj, this.#noHeaders()));
+    let pending: string[] | null = lines(first);
+    let bytes = 0;
+    for (const line of pending) bytes += line.length;
+    const average = Math.max(1, bytes / Math.max(1, pending.length));
+    let token = first.continue;
+    if (rev > this.#lastRev) this.#lastRev = rev;
+    const produce = textChunks(async (room) => {
+      if (pending !== null) {
+        const out = pending;
+        pending = null;
+        return out;
+      }
+      if (token === undefined) return null;
+      const limit = Math.min(
+        this.scope.ctx.limits.storagePageSize,
+        Math.max(1, Math.ceil(room / average)),
+      );
+      const page = await next(token, limit);
+      token = page.continue;
+      return lines(page);
+    }, LINES);
+    try {
+      await this.#pumpInitial(produce, rev);
+    } catch (err) {
+      // Storage failed part way (its revision compacted, say): the state sent is not whole.
+      this.scope.ctx.logger?.warn(
+        { err },
+        "a watch's initial events failed part way; its watch is cut",
+      );
+      this.close(true);
+      this.scope.res.destroy();
+    }
+  }
+
+  /**
+   * Writes what `produce` makes, with backpressure, while live events wait in
+   * #pending; then the bookmark at `bookmarkRev` (when given) and what waited.
+   */
+  async #pumpInitial(
+    produce: (room: number) => string | Buffer | null | Promise<string | Buffer | null>,
+    bookmarkRev: number | undefined,
+  ): Promise<void> {
+    this.#initial = true;
+    const stream = new ResponseStream(
+      this.scope.res,
+      streamOptions(this.scope, () => {
+        this.scope.ctx.logger?.warn(
+          { resource: this.scope.def.names.plural },
+          "watch client stopped taking its initial events; ending its watch",
+        );
+        this.close(true);
+        this.scope.res.destroy();
+      }),
+    );
     if (this.renderer.protobuf) {
       // Protobuf frames are kept as latin1 strings: sent as the bytes they stand for.
       const text = produce;
@@ -385,7 +455,7 @@ class HttpWatcher implements CacheWatcher {
     if (!complete || this.#closed) return;
     this.#initial = false;
     this.#pendingBytes = 0;
-    if (endBookmark) this.#pending.unshift(this.#bookmarkLine(this.startRev, true));
+    if (bookmarkRev !== undefined) this.#pending.unshift(this.#bookmarkLine(bookmarkRev, true));
     this.flush();
   }
 
@@ -515,19 +585,29 @@ export async function serveWatch(scope: RequestScope, opts: ListOptions): Promis
     if (!caught) {
       const current = await scope.store.currentRevision();
       if (requested > current) throw tooLargeResourceVersion(requested, current);
-      // N belongs to other keys: read the initial state from storage, then follow the cache.
-      const page = await scope.store.list(
-        { ...opts, limit: 0, resourceVersion: "", continue: undefined },
+      // N belongs to other keys: read the initial state from storage a page at a
+      // time (all at the first page's revision), then follow the cache.
+      const raw = renderer.raw && listsRaw(scope.store, filter);
+      const list = { ...opts, resourceVersion: "", continue: undefined };
+      const first = await scope.store.list(
+        { ...list, limit: firstPageLimit(scope) },
         filter,
+        raw,
+        false,
       );
+      const rev = first.revision;
       watcher.begin();
-      for (const obj of page.items) watcher.sendObject(obj);
-      watcher.sendBookmark(page.revision, true);
-      const replay = cache.replaySince(page.revision);
-      if (replay.ok) for (const ev of replay.events) watcher.deliver(ev);
-      watcher.startRev = Math.max(page.revision, cache.rev);
+      // Live events after `rev` wait for the initial ones (those the cache holds
+      // already are replayed first, the rest are delivered as the cache applies them).
+      const replay = cache.replaySince(rev);
+      watcher.startRev = Math.max(rev, cache.rev);
       register(scope, cache, watcher, opts);
-      watcher.flush();
+      await watcher.streamInitialPages(
+        first,
+        (token, limit) => scope.store.list({ ...list, limit, continue: token }, filter, raw, false),
+        rev,
+        replay.ok ? replay.events : [],
+      );
       return;
     }
   }

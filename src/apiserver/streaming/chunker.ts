@@ -19,6 +19,8 @@ export interface Framing {
   before: string;
   /** After each piece. */
   after: string;
+  /** The whole output when there are no pieces at all (default: head and tail). */
+  empty?: string;
 }
 
 /** A piece of JSON held as bytes (a watch cache entry). */
@@ -91,8 +93,10 @@ export function textChunks(
     for (;;) {
       const pieces = await next(room);
       if (pieces === null) {
-        parts.push(f.tail);
         ended = true;
+        // No piece came: this first call holds the head alone.
+        if (count === 0 && f.empty !== undefined) return f.empty;
+        parts.push(f.tail);
         break;
       }
       for (const p of pieces) {

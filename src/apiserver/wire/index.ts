@@ -4,10 +4,12 @@
  * checking a body against its type's schema (schema-walk.ts), media types
  * (media-type.ts), objects in storage and on the wire (codec.ts), choosing and
  * rendering the response representation (media-range.ts, negotiate.ts, render.ts,
- * table.ts), and writing responses, errors and warnings (response.ts).
+ * table.ts; a list's body in pieces for streaming it, list-text.ts), and writing
+ * responses, errors and warnings (response.ts).
  */
 export * from "./codec.ts";
 export * from "./decode.ts";
+export * from "./list-text.ts";
 export * from "./media-range.ts";
 export * from "./media-type.ts";
 export * from "./negotiate.ts";

@@ -121,19 +121,22 @@ export function listEnvelopeJson(r: Renderer, listMeta: ListMeta): { head: strin
   return { head: empty.slice(0, -2), tail: "]}" };
 }
 
-/** The JSON of each element of a list's array (items, or a Table's rows) for `objects`. */
-export function listElementsJson(r: Renderer, objects: KubeObject[]): string[] {
+/** The elements of a list's array (items, or a Table's rows) for `objects`, as renderList makes them. */
+export function listElements(r: Renderer, objects: KubeObject[]): unknown[] {
   const versioned = objects.map((o) => convertToVersion(o, r.def, r.version.name));
   switch (r.output.kind) {
     case "partial": {
       const v = r.output.metaVersion ?? "v1";
-      return versioned.map((o) => JSON.stringify(partialMetadata(o, v)));
+      return versioned.map((o) => partialMetadata(o, v));
     }
-    case "table": {
-      const rows = tableOf(r, versioned, undefined, true).rows as unknown[];
-      return rows.map((row) => JSON.stringify(row));
-    }
+    case "table":
+      return tableOf(r, versioned, undefined, true).rows as unknown[];
     default:
-      return versioned.map((o) => JSON.stringify(o));
+      return versioned;
   }
+}
+
+/** The JSON of each element of a list's array (items, or a Table's rows) for `objects`. */
+export function listElementsJson(r: Renderer, objects: KubeObject[]): string[] {
+  return listElements(r, objects).map((e) => JSON.stringify(e));
 }

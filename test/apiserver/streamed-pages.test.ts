@@ -1,0 +1,436 @@
+/**
+ * Streamed paginated lists, YAML lists and initial events read from storage: the
+ * bytes are those of the whole rendering, and a large response is written a chunk
+ * at a time with backpressure. The reference for "the whole rendering" is a second
+ * apiserver on the same storage whose limits make every list whole (one storage
+ * read per page, no chunk limit), and for YAML also the YAML serializer applied to
+ * the JSON list. Small limits make a thousand objects "large"; assertions are on
+ * the bytes, the HTTP chunks and the server's own accounting, never on time.
+ */
+import http from "node:http";
+import net from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serialize } from "../../src/apiserver/wire/response.ts";
+import { configMap, eventually, type Harness, startHarness } from "./harness.ts";
+
+const CHUNK = 16 * 1024;
+const BUDGET = 64 * 1024;
+const OBJECTS = 1200;
+/** Each ConfigMap's data value: its JSON is about 2 KiB, a chunk holds about 8. */
+const VALUE = "v".repeat(1800);
+const NS = "pages";
+const P = `/api/v1/namespaces/${NS}/configmaps`;
+const JSON_TYPE = "application/json";
+const YAML = "application/yaml";
+const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io";
+const PARTIAL = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+
+/** Creates `n` ConfigMaps over HTTP, a few at a time; every other one labelled half=yes. */
+async function fill(h: Harness, n: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let i = next++; i < n; i = next++) {
+        const labels = i % 2 === 0 ? { half: "yes" } : { half: "no" };
+        const r = await h.post(
+          P,
+          configMap(`cm-${String(i).padStart(5, "0")}`, { v: VALUE, n: String(i) }, { labels }),
+        );
+        if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text}`);
+      }
+    }),
+  );
+}
+
+/** The most the budget may show: its capacity, plus one item's overshoot per stream. */
+function bound(streams: number): number {
+  return BUDGET + streams * 4096;
+}
+
+/**
+ * A Table's text with its Age cells (the time since each object was made, at the
+ * moment its row was rendered) made alike: two renderings a second apart differ
+ * there and nowhere else. Other text is unchanged.
+ */
+function ageless(text: string): string {
+  return text.replace(/"(\d+[smhdy])+"/g, '"AGE"').replace(/^( +- )(\d+[smhdy])+$/gm, "$1AGE");
+}
+
+/** A response read off the socket: its HTTP/1.1 chunks as the server framed them. */
+interface RawReply {
+  status: number;
+  headers: Record<string, string>;
+  /** The body's chunks (one for a body with a Content-Length). */
+  chunks: Buffer[];
+  body: Buffer;
+}
+
+/**
+ * GETs `path` over a socket of its own and reads the response's framing: the
+ * chunks of a chunked body, until the last one (or until `enough` says the
+ * body so far suffices: then the connection is closed).
+ */
+function rawGet(
+  connect: () => net.Socket,
+  path: string,
+  accept: string,
+  enough?: (body: Buffer) => boolean,
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const socket = connect();
+    let buf = Buffer.alloc(0);
+    let head: { status: number; headers: Record<string, string> } | undefined;
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      resolve({ ...head!, chunks, body: Buffer.concat(chunks) });
+    };
+    const parse = () => {
+      if (!head) {
+        const end = buf.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
+        const headers: Record<string, string> = {};
+        for (const line of lines.slice(1)) {
+          const colon = line.indexOf(":");
+          headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+        }
+        head = { status: Number(lines[0].split(" ")[1]), headers };
+        buf = buf.subarray(end + 4);
+      }
+      if (head.headers["transfer-encoding"] !== "chunked") {
+        const length = Number(head.headers["content-length"]);
+        if (buf.length >= length) {
+          chunks.push(buf.subarray(0, length));
+          finish();
+        }
+        return;
+      }
+      for (;;) {
+        const eol = buf.indexOf("\r\n");
+        if (eol < 0) return;
+        const size = Number.parseInt(buf.subarray(0, eol).toString("latin1"), 16);
+        if (size === 0) {
+          finish();
+          return;
+        }
+        if (buf.length < eol + 2 + size + 2) return;
+        chunks.push(buf.subarray(eol + 2, eol + 2 + size));
+        buf = buf.subarray(eol + 2 + size + 2);
+        if (enough?.(Buffer.concat(chunks))) {
+          finish();
+          return;
+        }
+      }
+    };
+    socket.on("data", (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      parse();
+    });
+    socket.on("error", reject);
+    socket.on("close", () => {
+      if (!done) reject(new Error(`the connection closed before the response ended (${path})`));
+    });
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: setpoint\r\nAccept: ${accept}\r\nConnection: close\r\n\r\n`,
+    );
+  });
+}
+
+describe("streamed pages, YAML lists and initial events from storage", () => {
+  let h: Harness;
+  /** A second apiserver on the same storage that writes every list whole. */
+  let whole: Harness;
+  let unix: http.Server;
+  let socketPath: string;
+  const clients: net.Socket[] = [];
+  let unixRequests = 0;
+  let port: number;
+  /** The revision after the objects were made. */
+  let R: string;
+
+  beforeAll(async () => {
+    h = await startHarness({
+      limits: {
+        streamChunkBytes: CHUNK,
+        streamBudgetBytes: BUDGET,
+        streamStallMs: 3000,
+        // Pages of a list are read from storage in several reads.
+        storagePageSize: 100,
+        watchDrainMs: 200,
+        slowWatcherBytes: 256 * 1024,
+      },
+    });
+    whole = await startHarness({
+      store: h.store,
+      limits: { streamChunkBytes: 1 << 30, storagePageSize: 1_000_000 },
+    });
+    await h.namespace(NS);
+    await h.namespace("empty");
+    await fill(h, OBJECTS);
+    R = (await h.get(`${P}?limit=1`)).body.metadata.resourceVersion;
+    port = Number(new URL(h.url).port);
+    socketPath = join(h.dir, "api.sock");
+    unix = http.createServer((req, res) => {
+      unixRequests++;
+      void h.handler.handle(req, res, { name: "admin", groups: ["system:masters"] });
+    });
+    await new Promise<void>((resolve) => unix.listen(socketPath, resolve));
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of clients) c.destroy();
+    unix?.closeAllConnections();
+    await new Promise<void>((resolve) => (unix ? unix.close(() => resolve()) : resolve()));
+    await whole?.close();
+    await h?.close();
+  });
+
+  const tcp = () => net.connect(port, "127.0.0.1");
+
+  /** GETs `path` from both servers: the same status and bytes; whether the first streamed it. */
+  async function same(path: string, accept: string): Promise<{ text: string; streamed: boolean }> {
+    const [a, b] = await Promise.all([h.get(path, { accept }), whole.get(path, { accept })]);
+    expect(b.status, `${path} (${accept}): ${b.text.slice(0, 300)}`).toBe(200);
+    expect(a.status).toBe(200);
+    expect(b.headers["content-length"]).toBeDefined();
+    expect(ageless(a.text), `${path} (${accept})`).toBe(ageless(b.text));
+    expect(a.headers["content-type"]).toBe(b.headers["content-type"]);
+    return { text: a.text, streamed: a.headers["content-length"] === undefined };
+  }
+
+  it("sends the pages of a paginated list byte for byte as a whole read, streamed when larger than a chunk", async () => {
+    const paths = [
+      `${P}?limit=1000`,
+      `${P}?limit=100000`,
+      `${P}?limit=1000&resourceVersion=${R}`,
+      `${P}?limit=1000&resourceVersion=${R}&resourceVersionMatch=NotOlderThan`,
+      `${P}?limit=450&labelSelector=half%3Dyes`,
+      `${P}?limit=1000&labelSelector=half%3Dyes`,
+      `${P}?limit=30&fieldSelector=metadata.name%21%3Dcm-00003`,
+    ];
+    for (const path of paths) {
+      const { text, streamed } = await same(path, JSON_TYPE);
+      expect(streamed, path).toBe(true);
+      const body = JSON.parse(text);
+      if (path.includes("limit=1000&") && !path.includes("Selector")) {
+        expect(body.items).toHaveLength(1000);
+        expect(body.metadata.continue).toBeDefined();
+        expect(body.metadata.remainingItemCount).toBe(OBJECTS - 1000);
+      }
+      if (path.includes("limit=450&labelSelector")) {
+        expect(body.items).toHaveLength(450);
+        expect(body.metadata.continue).toBeDefined();
+        expect(body.metadata.remainingItemCount).toBeUndefined();
+      }
+      if (path.includes("limit=100000")) {
+        expect(body.items).toHaveLength(OBJECTS);
+        expect(body.metadata.continue).toBeUndefined();
+      }
+    }
+    // A page within a chunk is sent whole, with its Content-Length, as before.
+    expect((await same(`${P}?limit=3`, JSON_TYPE)).streamed).toBe(false);
+    // Other representations of the same pages.
+    for (const accept of [YAML, TABLE, PARTIAL, "application/yaml;as=Table;v=v1;g=meta.k8s.io"]) {
+      expect((await same(`${P}?limit=1000&resourceVersion=${R}`, accept)).streamed).toBe(true);
+      expect((await same(`${P}?limit=450&labelSelector=half%3Dyes`, accept)).streamed).toBe(true);
+    }
+  });
+
+  it("continues a paginated list with the same tokens and pages as a whole read", async () => {
+    for (const selector of ["", "&labelSelector=half%3Dno"]) {
+      const names: string[] = [];
+      let token = "";
+      let pages = 0;
+      do {
+        const path = `${P}?limit=350${selector}${token ? `&continue=${token}` : ""}`;
+        const { text } = await same(path, JSON_TYPE);
+        const body = JSON.parse(text);
+        names.push(...body.items.map((o: { metadata: { name: string } }) => o.metadata.name));
+        token = body.metadata.continue ?? "";
+        pages++;
+      } while (token);
+      const expected = selector ? OBJECTS / 2 : OBJECTS;
+      expect(names).toHaveLength(expected);
+      expect(new Set(names).size).toBe(expected);
+      expect(pages).toBe(Math.ceil(expected / 350));
+    }
+    // The rest of a list after a token, with no limit.
+    const first = (await h.get(`${P}?limit=200`)).body.metadata.continue;
+    const { text, streamed } = await same(`${P}?continue=${first}`, YAML);
+    expect(streamed).toBe(true);
+    expect(text.match(/^ {2}- /gm)).toHaveLength(OBJECTS - 200);
+  });
+
+  it("writes a large page in chunks of about the chunk size", async () => {
+    const reference = await whole.get(`${P}?limit=1000`, { accept: YAML });
+    for (const accept of [JSON_TYPE, YAML]) {
+      const r = await rawGet(tcp, `${P}?limit=1000`, accept);
+      expect(r.status).toBe(200);
+      expect(r.headers["transfer-encoding"]).toBe("chunked");
+      expect(r.headers["content-length"]).toBeUndefined();
+      if (accept === YAML) expect(r.body.toString("utf8")).toBe(reference.text);
+      // About 2 MiB in chunks of about 16 KiB.
+      expect(r.chunks.length).toBeGreaterThan(60);
+      expect(Math.max(...r.chunks.map((c) => c.length))).toBeLessThanOrEqual(2 * CHUNK + 4096);
+    }
+  });
+
+  it("renders YAML lists item by item exactly as the whole list, empty ones included", async () => {
+    const cases = [
+      `${P}?resourceVersion=0`,
+      `${P}?resourceVersion=0&labelSelector=half%3Dyes`,
+      `${P}?resourceVersion=${R}&resourceVersionMatch=Exact`,
+      `${P}?resourceVersion=${R}&resourceVersionMatch=Exact&labelSelector=half%3Dno`,
+      `${P}?limit=700&resourceVersion=${R}`,
+      // Selecting nothing: from the cache, and from storage across many storage pages.
+      `${P}?resourceVersion=0&labelSelector=half%3Dmaybe`,
+      `${P}?resourceVersion=${R}&resourceVersionMatch=Exact&labelSelector=half%3Dmaybe`,
+      `${P}?limit=5&resourceVersion=${R}&labelSelector=half%3Dmaybe`,
+      "/api/v1/namespaces/empty/configmaps",
+      "/api/v1/namespaces/empty/configmaps?resourceVersion=0",
+    ];
+    for (const path of cases) {
+      const json = await h.get(path);
+      expect(json.status).toBe(200);
+      const yaml = await h.get(path, { accept: YAML });
+      expect(yaml.status).toBe(200);
+      expect(yaml.headers["content-type"]).toBe(YAML);
+      // What the whole list renders to: the YAML serializer on the same list.
+      expect(yaml.text, path).toBe(serialize(JSON.parse(json.text), YAML));
+      if (json.body.items.length === 0) expect(yaml.text).toMatch(/\nitems: \[\]\n$/);
+      else expect(yaml.headers["content-length"], path).toBeUndefined();
+    }
+    // A filtered list from storage that matched nothing, streamed: still `items: []`.
+    const none = await rawGet(
+      tcp,
+      `${P}?resourceVersion=${R}&resourceVersionMatch=Exact&labelSelector=half%3Dmaybe`,
+      YAML,
+    );
+    expect(none.body.toString("utf8")).toMatch(/\nitems: \[\]\n$/);
+    // Tables in YAML, from the cache and from storage.
+    for (const path of [`${P}?resourceVersion=0`, P]) {
+      const accept = "application/yaml;as=Table;v=v1;g=meta.k8s.io";
+      const json = await h.get(path, { accept: TABLE });
+      const yaml = await h.get(path, { accept });
+      expect(yaml.headers["content-length"]).toBeUndefined();
+      expect(ageless(yaml.text)).toBe(ageless(serialize(JSON.parse(json.text), YAML) as string));
+    }
+  });
+
+  it("keeps a client that does not read a large page within the budget, and cuts it off", async () => {
+    await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
+    const before = unixRequests;
+    const stuck = 3;
+    for (let i = 0; i < stuck; i++) {
+      const c = net.connect(socketPath);
+      c.on("error", () => {});
+      clients.push(c);
+      c.pause();
+      const accept = i === 0 ? YAML : JSON_TYPE;
+      c.write(
+        `GET ${P}?limit=100000${i === 2 ? "&labelSelector=half%3Dyes" : ""} HTTP/1.1\r\nHost: setpoint\r\nAccept: ${accept}\r\n\r\n`,
+      );
+    }
+    await eventually(() => unixRequests === before + stuck, 10_000);
+    let highest = 0;
+    const sample = () => {
+      const s = h.handler.outputStats();
+      highest = Math.max(highest, s.inFlight);
+      return s;
+    };
+    // Their responses are streamed: what their sockets did not take is held in the budget.
+    await eventually(() => sample().inFlight > 0, 10_000);
+    // Others are served meanwhile.
+    expect((await h.get(`${P}/cm-00007`)).status).toBe(200);
+    sample();
+    expect((await h.get(`${P}?limit=1000`)).body.items).toHaveLength(1000);
+    sample();
+    // Each holds what its socket did not take, within the budget, until it is cut off
+    // for taking nothing for the stall time: then what it held goes back.
+    await eventually(() => sample().inFlight === 0, 20_000);
+    expect(highest).toBeLessThanOrEqual(bound(stuck + 1));
+    expect(h.handler.outputStats().peak).toBeLessThanOrEqual(bound(stuck + 1));
+  });
+
+  /** A resourceVersion the configmaps' watch cache has not seen: a write to another type. */
+  async function otherTypeRevision(name: string): Promise<number> {
+    const s = await h.post(`/api/v1/namespaces/${NS}/secrets`, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name },
+    });
+    expect(s.status).toBe(201);
+    return Number(s.body.metadata.resourceVersion);
+  }
+
+  const initialFrom = (rv: number, more = "") =>
+    `${P}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${rv}${more}`;
+
+  it("streams initial events read from storage in chunks, then the bookmark at their revision", async () => {
+    for (const selector of ["", "&labelSelector=half%3Dyes"]) {
+      const rv = await otherTypeRevision(`s${selector ? "-half" : ""}`);
+      const isEnd = (body: Buffer) => body.includes("k8s.io/initial-events-end");
+      const r = await rawGet(tcp, initialFrom(rv, selector), JSON_TYPE, isEnd);
+      expect(r.status).toBe(200);
+      const lines = r.body
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l));
+      const end = lines.findIndex((e) => e.type === "BOOKMARK");
+      const added = lines.slice(0, end);
+      const expected = selector ? OBJECTS / 2 : OBJECTS;
+      expect(added).toHaveLength(expected);
+      expect(added.every((e) => e.type === "ADDED")).toBe(true);
+      const bookmark = lines[end].object;
+      expect(bookmark.metadata.annotations).toEqual({ "k8s.io/initial-events-end": "true" });
+      const at = Number(bookmark.metadata.resourceVersion);
+      expect(at).toBeGreaterThanOrEqual(rv);
+      // The state at the bookmark's revision, in the list's order.
+      const list = await h.get(`${P}?resourceVersion=${at}&resourceVersionMatch=Exact${selector}`);
+      expect(added.map((e) => e.object)).toEqual(list.body.items);
+      // Written a chunk at a time: about 2 KiB per event, chunks of about 16 KiB.
+      const before = r.chunks.length;
+      expect(before).toBeGreaterThan(expected / 20);
+      expect(Math.max(...r.chunks.map((c) => c.length))).toBeLessThanOrEqual(2 * CHUNK + 4096);
+    }
+  });
+
+  it("cuts off a watcher that does not take its initial events from storage, within the budget", async () => {
+    await eventually(() => h.handler.openWatches() === 0, 10_000);
+    await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
+    const rv = await otherTypeRevision("stuck");
+    const before = unixRequests;
+    const c = net.connect(socketPath);
+    c.on("error", () => {});
+    clients.push(c);
+    c.pause();
+    c.write(`GET ${initialFrom(rv)} HTTP/1.1\r\nHost: setpoint\r\n\r\n`);
+    await eventually(() => unixRequests === before + 1, 10_000);
+    let highest = 0;
+    const sample = () => {
+      const s = h.handler.outputStats();
+      highest = Math.max(highest, s.inFlight);
+      return s;
+    };
+    await eventually(() => {
+      sample();
+      return h.handler.openWatches() === 1;
+    }, 10_000);
+    // Its initial events are streamed: what its socket did not take is held in the budget.
+    await eventually(() => sample().inFlight > 0, 10_000);
+    expect((await h.get(`${P}/cm-00009`)).status).toBe(200);
+    // Cut off when it took nothing for the stall time; what it held goes back.
+    await eventually(() => {
+      sample();
+      return h.handler.openWatches() === 0;
+    }, 20_000);
+    await eventually(() => sample().inFlight === 0, 10_000);
+    expect(highest).toBeLessThanOrEqual(bound(1));
+  });
+});
