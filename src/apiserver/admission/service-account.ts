@@ -17,7 +17,7 @@
  * It is on in `setpoint up` and off in test environments without controllers
  * (as envtest runs kube-apiserver), where no `default` ServiceAccount is made.
  */
-import { errors, type KubeObject } from "@setpoint/api";
+import { deepClone, errors, type KubeObject } from "@setpoint/api";
 import type { Registry } from "../../registry/registry.ts";
 import { objectKey } from "../../registry/storage-keys.ts";
 import type { AdmissionAttributes, StoreContext } from "../store/scope.ts";
@@ -102,7 +102,7 @@ export class ServiceAccountAdmission {
     if (ctx.def.group !== "" || ctx.def.names.plural !== "pods") return undefined;
     if (attrs.operation !== "CREATE" || ctx.scope.subresource || !attrs.object) return undefined;
     if (attrs.object.metadata.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) return undefined;
-    const pod = structuredClone(attrs.object) as KubeObject & { spec?: PodSpec };
+    const pod = deepClone(attrs.object) as KubeObject & { spec?: PodSpec };
     const spec: PodSpec = pod.spec ?? {};
     pod.spec = spec;
     if (!spec.serviceAccountName) spec.serviceAccountName = DEFAULT_SERVICE_ACCOUNT_NAME;
