@@ -4,23 +4,16 @@
  * list items held the event loop for seconds, and every other client waited. On
  * the worker, that body takes as long, but only its own request waits.
  *
- * The worker is started on first use, runs one parse at a time (others queue),
- * and does not keep the process alive. Its code is one self-contained function
- * (it is sent to the thread as source), so it runs the same from the TypeScript
- * sources and from the bundled command.
+ * The thread (job-thread.ts) is started on first use, runs one parse at a time
+ * (others queue), and does not keep the process alive.
  */
 import { createRequire } from "node:module";
-import { Worker } from "node:worker_threads";
+import { JobThread } from "./job-thread.ts";
 
 /** What the worker answers: the document as JSON text and its duplicate keys, or why not. */
 export type YamlThreadResult =
   | { ok: true; json: string | undefined; duplicates: string[] }
   | { ok: false; stage: "parse" | "convert"; message: string };
-
-interface Job {
-  resolve(r: YamlThreadResult): void;
-  reject(err: Error): void;
-}
 
 /**
  * The worker's code (runs in the thread, as CommonJS, with the yaml package's
@@ -76,41 +69,10 @@ function yamlWorkerMain(yamlPath: string): void {
   });
 }
 
-let worker: Worker | undefined;
-let nextId = 1;
-const pending = new Map<number, Job>();
-
-function failAll(err: Error): void {
-  for (const job of pending.values()) job.reject(err);
-  pending.clear();
-  worker = undefined;
-}
-
-function thread(): Worker {
-  if (worker) return worker;
-  const yamlPath = createRequire(import.meta.url).resolve("yaml");
-  // `__name` is the helper a compiler keeping function names may call in the source.
-  const source = `var __name = (f) => f;\n(${yamlWorkerMain.toString()})(require("node:worker_threads").workerData);`;
-  const w = new Worker(source, {
-    eval: true,
-    workerData: yamlPath,
-    name: "setpoint-yaml",
-  });
-  w.unref();
-  w.on("message", (m: YamlThreadResult & { id: number }) => {
-    const job = pending.get(m.id);
-    if (!job) return;
-    pending.delete(m.id);
-    if (pending.size === 0) w.unref();
-    job.resolve(m);
-  });
-  w.on("error", (err) => failAll(err));
-  w.on("exit", (code) => {
-    if (worker === w) failAll(new Error(`the YAML thread exited with code ${code}`));
-  });
-  worker = w;
-  return w;
-}
+const yamlThread = new JobThread<
+  { text: string; maxAliases: number; maxDepth: number },
+  YamlThreadResult
+>("setpoint-yaml", yamlWorkerMain, createRequire(import.meta.url).resolve("yaml"));
 
 /** Parses `text` (one YAML document) on the worker thread. */
 export function parseYamlOffThread(
@@ -118,12 +80,5 @@ export function parseYamlOffThread(
   maxAliases: number,
   maxDepth: number,
 ): Promise<YamlThreadResult> {
-  const w = thread();
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    // Kept alive while a parse is pending, so that its answer is awaited.
-    w.ref();
-    w.postMessage({ id, text, maxAliases, maxDepth });
-  });
+  return yamlThread.run({ text, maxAliases, maxDepth });
 }
