@@ -4,9 +4,12 @@ import { requestUrl } from "../../src/apiserver/endpoints/request.ts";
 import { parseRoute } from "../../src/apiserver/endpoints/routes.ts";
 import {
   decodeBody,
+  decodeBodyAsync,
   decodeJson,
+  decodeJsonAsync,
   decodeYaml,
   findDuplicateJsonKeys,
+  JSON_INLINE_BYTES,
   negotiateOutput,
   warningHeaders,
 } from "../../src/apiserver/wire/index.ts";
@@ -121,6 +124,102 @@ describe("body decoding", () => {
     ).join("\n")}\n`;
     expect(() => decodeYaml(bomb)).toThrowError(expect.objectContaining({ code: 400 }));
     expect(decodeYaml("a: yes\nb: 1\n").value).toEqual({ a: true, b: 1 });
+  });
+});
+
+describe("large JSON bodies, parsed on the JSON thread", () => {
+  const pad = "p".repeat(JSON_INLINE_BYTES);
+  /** `text` (a JSON object's) with a member long enough to send it to the thread. */
+  const padded = (text: string) => `{"pad":"${pad}",${text.slice(1)}`;
+  /** What decoding `text` gives on the event loop: the value and duplicates, or the error. */
+  const inline = (text: string) => {
+    try {
+      return decodeJson(text);
+    } catch (err) {
+      return err;
+    }
+  };
+  const offThread = (body: string | Uint8Array) => decodeJsonAsync(body).catch((err) => err);
+
+  it("gives the same value and duplicates as decoding on the event loop", async () => {
+    const texts = [
+      padded('{"a":1,"a":2}'),
+      padded('{"m":{"n":"x","n":"y"},"l":[{"k":1},{"k":1,"k":2}]}'),
+      padded('{"a\\"b":1,"a\\"b":2,"c":"\\\\","c":"x"}'),
+      padded('{"__proto__":{"a":1,"a":2},"__proto__":3,"z":-0,"e":1e400,"u":"\\u00e9"}'),
+      padded('{"1":1,"0":[null,true,false,-0.5],"é":{}}'),
+      `"${pad}"`,
+      `[${JSON.stringify(pad)},1,{"a":2,"a":3}]`,
+    ];
+    for (const text of texts) {
+      expect(text.length).toBeGreaterThan(JSON_INLINE_BYTES);
+      const want = decodeJson(text);
+      for (const got of [await decodeJsonAsync(text), await decodeJsonAsync(Buffer.from(text))]) {
+        expect(got.duplicates, text.slice(-60)).toEqual(want.duplicates);
+        expect(got.value).toEqual(want.value);
+        // Members in the same order, -0 and "__proto__" kept as they are.
+        expect(JSON.stringify(got.value)).toBe(JSON.stringify(want.value));
+        if (typeof got.value === "object" && got.value !== null) {
+          expect(Object.keys(got.value)).toEqual(Object.keys(want.value as object));
+          expect(Object.getPrototypeOf(got.value)).toBe(Object.getPrototypeOf(want.value));
+        }
+      }
+    }
+    // A byte that starts a UTF-8 sequence right before a quote: the quote is still one.
+    const stray = Buffer.concat([
+      Buffer.from(`{"pad":"${pad}","a":"`),
+      Buffer.from([0xc3]),
+      Buffer.from('","a":1}'),
+    ]);
+    const media = { type: "application/json", params: {} } as const;
+    expect(await decodeBodyAsync(stray, media, false)).toEqual(decodeBody(stray, media, false));
+    expect((await decodeBodyAsync(stray, media, false)).duplicates).toEqual(["a"]);
+    const bare = { type: "", params: {} } as const;
+    expect(await decodeBodyAsync(stray, bare, false)).toEqual(decodeBody(stray, bare, false));
+  });
+
+  it("gives the same value and duplicates for any padded JSON object", async () => {
+    const text = fc
+      .tuple(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { minKeys: 1 }),
+        fc.boolean(),
+        fc.jsonValue({ maxDepth: 2 }),
+      )
+      .map(([obj, repeat, extra]) => {
+        const key = Object.keys(obj)[0];
+        const json = JSON.stringify(obj);
+        return padded(
+          repeat ? `{${JSON.stringify(key)}:${JSON.stringify(extra)},${json.slice(1)}` : json,
+        );
+      });
+    await fc.assert(
+      fc.asyncProperty(text, async (t) => {
+        expect(await decodeJsonAsync(Buffer.from(t))).toEqual(decodeJson(t));
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("refuses malformed and too deeply nested bodies with the same errors", async () => {
+    const texts = [
+      `{"pad":"${pad}`,
+      padded('{"a":}'),
+      padded('{"a":1}x'),
+      `${"[".repeat(JSON_INLINE_BYTES)}${"]".repeat(JSON_INLINE_BYTES)}`,
+      padded(`{"deep":${"[".repeat(200)}${"]".repeat(200)}}`),
+      padded(`{"a":${'{"a":'.repeat(101)}1${"}".repeat(101)}}`),
+    ];
+    for (const text of texts) {
+      const want = inline(text);
+      expect(want, text.slice(-40)).toEqual(expect.objectContaining({ code: 400 }));
+      for (const got of [await offThread(text), await offThread(Buffer.from(text))]) {
+        expect(got).toEqual(expect.objectContaining({ code: 400 }));
+        expect((got as Error).message).toBe((want as Error).message);
+      }
+    }
+    // Nested as deep as allowed is decoded.
+    const deepest = padded(`{"a":${"[".repeat(99)}${"]".repeat(99)}}`);
+    expect(await decodeJsonAsync(deepest)).toEqual(decodeJson(deepest));
   });
 });
 

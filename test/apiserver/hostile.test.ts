@@ -9,6 +9,7 @@ import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_JSON_PATCH_COPY_BYTES } from "../../packages/api/src/patch/json.ts";
+import { JSON_INLINE_BYTES } from "../../src/apiserver/wire/index.ts";
 import { eventually } from "../helpers/poll.ts";
 import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
@@ -292,6 +293,58 @@ describe("hostile requests", () => {
       );
       expect(broken.code).toBe(400);
       expect(String(broken.json.message)).toContain("error converting YAML to JSON: yaml:");
+      await stillServing();
+    });
+  });
+
+  describe("large JSON bodies", () => {
+    /** A ConfigMap of `keys` keys, its JSON text with `extra` members appended to its data. */
+    const jsonConfigMap = (name: string, keys: number, extra = "") => {
+      const data = Array.from({ length: keys }, (_, i) => `"k${i}":"${"v".repeat(20)}"`).join(",");
+      return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${name}"},"data":{${data}${extra}}}`;
+    };
+
+    it("decodes a body of hundreds of kilobytes off the event loop while others are answered", async () => {
+      const body = jsonConfigMap("big-json", 12_000);
+      expect(body.length).toBeGreaterThan(JSON_INLINE_BYTES);
+      const pending = send(base(), "POST", "/api/v1/namespaces/default/configmaps", body);
+      await stillServing();
+      const res = await pending;
+      expect(res.code).toBe(201);
+      expect(Object.keys(res.json.data as object)).toHaveLength(12_000);
+      const read = await send(base(), "GET", "/api/v1/namespaces/default/configmaps/big-json");
+      expect((read.json.data as Record<string, string>).k11999).toBe("v".repeat(20));
+    });
+
+    it("still finds duplicate fields and JSON errors in large bodies", async () => {
+      const dup = await send(
+        base(),
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        jsonConfigMap("dup-json", 12_000, ',"k7":"again"'),
+      );
+      expect(dup.code).toBe(400);
+      expect(String(dup.json.message)).toContain('duplicate field "data.k7"');
+      const broken = await send(
+        base(),
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        jsonConfigMap("broken-json", 12_000).slice(0, -2),
+      );
+      expect(broken.code).toBe(400);
+      expect(String(broken.json.message)).toMatch(
+        /^couldn't get version\/kind; json parse error: /,
+      );
+      // A large merge patch is decoded the same way.
+      const patched = await send(
+        base(),
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/target?fieldValidation=Strict",
+        `{"data":{"big":"${"b".repeat(JSON_INLINE_BYTES)}","a":"y","a":"z"}}`,
+        "application/merge-patch+json",
+      );
+      expect(patched.code).toBe(400);
+      expect(String(patched.json.message)).toContain('duplicate field "data.a"');
       await stillServing();
     });
   });

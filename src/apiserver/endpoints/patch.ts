@@ -22,7 +22,12 @@ import { applyObject } from "../store/field-manager.ts";
 import { checkLimits } from "../store/lifecycle.ts";
 import { NoopApplies } from "../store/noop-applies.ts";
 import { convertToStorage, convertToVersion } from "../wire/codec.ts";
-import { type Decoded, decodeJson, decodeYamlAsync, unsupportedBodyType } from "../wire/decode.ts";
+import {
+  type Decoded,
+  decodeJsonAsync,
+  decodeYamlAsync,
+  unsupportedBodyType,
+} from "../wire/decode.ts";
 import { parseMediaType } from "../wire/media-type.ts";
 import { renderOne } from "../wire/render.ts";
 import { writeRaw } from "../wire/response.ts";
@@ -65,8 +70,9 @@ export function patchTypeOf(contentType: string | undefined, strategic: boolean)
 }
 
 async function decodePatch(type: PatchType, body: Buffer): Promise<Decoded> {
-  const text = body.toString("utf8");
-  const decoded = type === "apply" ? await decodeYamlAsync(text) : decodeJson(text);
+  // A large JSON patch is parsed off the event loop, as a large body is.
+  const decoded =
+    type === "apply" ? await decodeYamlAsync(body.toString("utf8")) : await decodeJsonAsync(body);
   const v = decoded.value;
   if (type === "json") {
     if (!Array.isArray(v)) {

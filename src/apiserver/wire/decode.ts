@@ -6,6 +6,7 @@
 
 import { errors } from "@setpoint/api";
 import { isMap, isPair, isScalar, isSeq, parseDocument } from "yaml";
+import { parseJsonOffThread } from "./json-thread.ts";
 import type { MediaType } from "./media-type.ts";
 import { decodeProtobufObject, isProtobufContentType } from "./protobuf/index.ts";
 import { parseYamlOffThread } from "./yaml-thread.ts";
@@ -296,10 +297,15 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw errors.badRequest(
-      `couldn't get version/kind; json parse error: ${(err as Error).message || "invalid JSON"}`,
-    );
+    throw jsonParseError((err as Error).message);
   }
+}
+
+/** A JSON syntax error (JSON.parse's message) as a 400 in Kubernetes' words. */
+function jsonParseError(message: string) {
+  return errors.badRequest(
+    `couldn't get version/kind; json parse error: ${message || "invalid JSON"}`,
+  );
 }
 
 function decodedJson(text: string, value: unknown, bytes?: Uint8Array): Decoded {
@@ -436,13 +442,52 @@ export async function decodeYamlAsync(text: string): Promise<Decoded> {
   return { value, duplicates: r.duplicates };
 }
 
-/** decodeBody, with large YAML bodies decoded off the event loop (decodeYamlAsync). */
+/**
+ * JSON bodies of at most this many bytes are parsed on the event loop (a few
+ * milliseconds at most); larger ones on the JSON thread (json-thread.ts).
+ */
+export const JSON_INLINE_BYTES = 256 * 1024;
+
+/**
+ * decodeJson of `body` (JSON text, or its UTF-8 bytes), with a large one parsed on
+ * the JSON thread so that the event loop keeps serving other requests meanwhile;
+ * the same value, duplicate fields and errors.
+ */
+export async function decodeJsonAsync(body: Uint8Array | string): Promise<Decoded> {
+  const size = typeof body === "string" ? body.length : body.byteLength;
+  if (size <= JSON_INLINE_BYTES) {
+    if (typeof body === "string") return decodeJson(body);
+    return decodeJsonBytes(body, Buffer.from(body.buffer, body.byteOffset, size).toString("utf8"));
+  }
+  const r = await parseJsonOffThread(body, MAX_BODY_DEPTH);
+  if (!r.ok) {
+    if (r.stage === "depth") throw tooDeep();
+    throw jsonParseError(r.message);
+  }
+  // Only when a key may repeat is the text read again, here, to find which.
+  const text = () =>
+    typeof body === "string"
+      ? body
+      : Buffer.from(body.buffer, body.byteOffset, size).toString("utf8");
+  return {
+    value: r.value,
+    duplicates: r.quoted === r.strings ? [] : findDuplicateJsonKeys(text()),
+  };
+}
+
+/**
+ * decodeBody, with large YAML and JSON bodies decoded off the event loop
+ * (decodeYamlAsync, decodeJsonAsync).
+ */
 export function decodeBodyAsync(
   body: Buffer,
   media: MediaType,
   allowProtobuf: boolean,
 ): Promise<Decoded> {
   if (media.type === "application/yaml") return decodeYamlAsync(body.toString("utf8"));
+  if ((media.type === "" || media.type === "application/json") && body.length > JSON_INLINE_BYTES) {
+    return decodeJsonAsync(body);
+  }
   return Promise.resolve().then(() => decodeBody(body, media, allowProtobuf));
 }
 

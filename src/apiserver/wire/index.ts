@@ -1,6 +1,8 @@
 /**
  * Between HTTP bodies and objects: decoding request bodies (decode.ts: JSON, YAML,
- * and Kubernetes protobuf, both ways, in protobuf/ with its message definitions),
+ * and Kubernetes protobuf, both ways, in protobuf/ with its message definitions;
+ * large JSON and YAML bodies parsed on worker threads, json-thread.ts and
+ * yaml-thread.ts, each a job-thread.ts),
  * checking a body against its type's schema (schema-walk.ts), media types
  * (media-type.ts), objects in storage and on the wire (codec.ts), choosing and
  * rendering the response representation (media-range.ts, negotiate.ts, render.ts,
