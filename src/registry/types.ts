@@ -188,6 +188,14 @@ export interface Strategy {
    * ServiceAccounts, Events or Namespaces.
    */
   tracksGeneration: boolean;
+  /**
+   * Whether a new object is, as a rule, updated right after its create
+   * (CustomResourceDefinitions: the server writes their status at once): the
+   * object written is then kept for that update, as an updated object is, instead
+   * of being parsed again from storage (tens of milliseconds for an object of
+   * megabytes). Default false: most new objects are not updated right away.
+   */
+  updatedOnCreate?: boolean;
   /** Field selectors beyond metadata.name / metadata.namespace: field path → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string | undefined>;
   /**

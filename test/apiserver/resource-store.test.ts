@@ -14,6 +14,7 @@ import { DecodedObjects } from "../../src/apiserver/store/decoded-objects.ts";
 import { ResourceStore, type StoreServices } from "../../src/apiserver/store/index.ts";
 import { NamespaceLifecycle } from "../../src/apiserver/store/namespaces.ts";
 import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
+import { customResourceDefinitions } from "../../src/registry/crd/definition.ts";
 import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
 import { storageVersion } from "../../src/registry/types.ts";
 import { SqliteStore } from "../../src/storage/sqlite/index.ts";
@@ -166,6 +167,81 @@ describe("ResourceStore", () => {
       code: 403,
       message: 'namespaces "default" is forbidden: this namespace may not be deleted',
     });
+  });
+
+  it("reads a recent state for the server's own readers: a copy of the object its write kept", async () => {
+    registry.add(customResourceDefinitions);
+    const crds = (name?: string) =>
+      new ResourceStore(services, {
+        definition: customResourceDefinitions,
+        version: storageVersion(customResourceDefinitions),
+        user,
+        ...(name !== undefined ? { name } : {}),
+      });
+    const crd = {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "widgets.example.com" },
+      spec: {
+        group: "example.com",
+        scope: "Namespaced",
+        names: { plural: "widgets", singular: "widget", kind: "Widget" },
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                properties: { spec: { type: "string", enum: ["a", "b"] } },
+              },
+            },
+          },
+        ],
+      },
+    } as KubeObject;
+    const created = await crds().create(crd, { dryRun: false, manager: "test" });
+    const one = crds("widgets.example.com");
+    const key = one.key();
+    const rev = Number(created.metadata.resourceVersion);
+    expect(await (await one.watchCache()).waitFor(rev, 30_000)).toBe(true);
+    // A new CRD is kept for the status write that follows its create; a ConfigMap is not.
+    expect(services.decoded.get(key, rev, undefined)).toEqual(created);
+    await createNamespace("apps");
+    const cm = await resource("configmaps", "apps").create(configMap("new", {}), {
+      dryRun: false,
+      manager: "test",
+    });
+    const cmKey = resource("configmaps", "apps", "new").key();
+    expect(services.decoded.get(cmKey, Number(cm.metadata.resourceVersion), undefined)).toBe(
+      undefined,
+    );
+
+    const stored = await one.get();
+    const recent = await one.getRecent();
+    expect(recent).toEqual(stored);
+    // A private copy: changing it changes nothing the next reader gets.
+    (recent.spec as { group: string }).group = "changed.example.com";
+    recent.metadata.labels = { changed: "yes" };
+    expect(await one.getRecent()).toEqual(stored);
+    // Nothing kept: the cache's JSON, parsed.
+    services.decoded.delete(key);
+    expect(await one.getRecent()).toEqual(stored);
+    // After an update, the state updated.
+    const updated = await one.update(
+      { dryRun: false, manager: "test", allowCreate: false },
+      (c) => ({
+        ...c!,
+        metadata: { ...c!.metadata, labels: { tier: "x" } },
+      }),
+    );
+    expect(
+      await (await one.watchCache()).waitFor(Number(updated.obj.metadata.resourceVersion), 30_000),
+    ).toBe(true);
+    expect(await one.getRecent()).toEqual(await one.get());
+    expect((await one.getRecent()).metadata.labels).toEqual({ tier: "x" });
+    await expect(crds("gadgets.example.com").getRecent()).rejects.toMatchObject({ code: 404 });
   });
 
   it("answers a read of any state from the primed watch cache", async () => {

@@ -25,9 +25,14 @@ export function isJsonObject(v: unknown): v is Record<string, unknown> {
 export function deepClone<T>(v: T): T {
   if (typeof v !== "object" || v === null) return v;
   if (Array.isArray(v)) {
-    const n = v.length;
-    const out = new Array(n);
-    for (let i = 0; i < n; i++) out[i] = deepClone(v[i]);
+    // A copy of the list, then its objects and lists copied in place: a long list of
+    // strings or numbers (a schema's enum) is one copy, and `new Array(n)` of a large n
+    // would make a slow dictionary-backed array.
+    const out = v.slice();
+    for (let i = 0; i < out.length; i++) {
+      const item: unknown = out[i];
+      if (typeof item === "object" && item !== null) out[i] = deepClone(item);
+    }
     return out as T;
   }
   const src = v as Record<string, unknown>;

@@ -14,7 +14,10 @@
  * are refused.
  *
  * It reads CRDs through a resource store like every other reader: the CRD type's
- * watch cache to follow them, storage for the object a reconcile starts from. At
+ * watch cache to follow them and for the object a reconcile starts from (the one
+ * the server kept from writing it, copied, when there is one: a CRD of megabytes
+ * is not parsed again; its status write is conditional on its resourceVersion, so
+ * a state the cache has not caught up with only means another look). At
  * start, the definitions of established CRDs are restored from that cache before
  * the server listens, so custom resources are served from the first request. A
  * CRD's definition is compiled again only when its generation moved (not for its
@@ -40,6 +43,9 @@ import type { CacheEvent, CacheWatcher } from "../watchcache/watch-cache.ts";
 export const CRD_RETRY_MS = 500;
 /** Longest a loopback request may take. */
 export const CRD_REQUEST_TIMEOUT_MS = 30_000;
+
+/** What the loop's writes ask to be answered with: the written CRD's metadata alone. */
+const WRITE_ANSWER = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /** Adds the CustomResourceDefinition type to `reg` unless it is there. */
 export function installCrdType(reg: Registry): void {
@@ -224,7 +230,7 @@ export class CrdController {
   async #reconcile(name: string): Promise<boolean> {
     const { crds, registry } = this.#opts;
     const crd = await crds(name)
-      .get()
+      .getRecent()
       .catch((err: unknown) => {
         if (err instanceof StatusError && err.code === 404) return undefined;
         throw err;
@@ -380,7 +386,11 @@ export class CrdController {
   ): Promise<unknown> {
     const url = new URL(path, this.#opts.url);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { Accept: "application/json" };
+    // What a write answers is not looked at: only its metadata is asked for (not
+    // the CRD again, which may be megabytes).
+    const headers: Record<string, string> = {
+      Accept: method === "GET" ? "application/json" : WRITE_ANSWER,
+    };
     if (payload !== undefined) {
       headers["Content-Type"] =
         method === "PATCH" ? "application/json-patch+json" : "application/json";
@@ -396,15 +406,16 @@ export class CrdController {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
           res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
             const code = res.statusCode ?? 0;
+            // Only what a GET read is looked at: a written CRD is not decoded again.
+            const text = () => Buffer.concat(chunks).toString("utf8");
             if (code >= 200 && code < 300) {
-              // Only what a GET read is looked at: a written CRD is not parsed again.
-              resolve(method === "GET" && text ? JSON.parse(text) : {});
+              const body = method === "GET" ? text() : "";
+              resolve(body ? JSON.parse(body) : {});
             } else if (tolerated.includes(code)) {
               resolve({});
             } else {
-              reject(new Error(`${method} ${path}: ${code} ${text.slice(0, 300)}`));
+              reject(new Error(`${method} ${path}: ${code} ${text().slice(0, 300)}`));
             }
           });
         },

@@ -52,9 +52,10 @@ function announceWrite(ctx: StoreContext, key: string, obj: KubeObject): Encoded
 /**
  * `obj` as stored at `revision`, with its JSON remembered for the answer and, when
  * it was an update (`keep`), the object kept for the next update of `key`. A new
- * object is not kept: most are never updated right away, and keeping every new
- * object for a while leaves them as garbage among the long-lived ones (the watch
- * cache's) when they are forgotten; an object updated once is kept from then on.
+ * object is not kept (unless its type says it is updated right after its create,
+ * Strategy.updatedOnCreate): most are never updated right away, and keeping every
+ * new object for a while leaves them as garbage among the long-lived ones (the
+ * watch cache's) when they are forgotten; an object updated once is kept from then on.
  */
 function written(
   ctx: StoreContext,
@@ -69,6 +70,11 @@ function written(
   if (keep) ctx.services.decoded.set(key, revision, obj, ctx.def.strategy.onRead);
   else ctx.services.decoded.delete(key);
   return obj;
+}
+
+/** Whether a new object of the context's type is kept for the update that follows it. */
+function keepNew(ctx: StoreContext): boolean {
+  return ctx.def.strategy.updatedOnCreate === true;
 }
 
 /**
@@ -109,7 +115,7 @@ export async function storeCreate(
   try {
     const encoded = announceWrite(ctx, key, obj);
     const rev = await ctx.services.store.create(key, encoded.stored);
-    return written(ctx, key, obj, encoded, rev, false);
+    return written(ctx, key, obj, encoded, rev, keepNew(ctx));
   } catch (err) {
     await claims?.revert();
     throw statusFromStorage(err, subject);
@@ -151,7 +157,8 @@ export async function guaranteedUpdate(
         case "create": {
           const encoded = announceWrite(ctx, key, decision.obj);
           const rev = await store.create(key, encoded.stored);
-          outcome = { obj: written(ctx, key, decision.obj, encoded, rev, false), action: "create" };
+          const obj = written(ctx, key, decision.obj, encoded, rev, keepNew(ctx));
+          outcome = { obj, action: "create" };
           break;
         }
         case "update": {

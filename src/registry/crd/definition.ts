@@ -770,6 +770,8 @@ export const customResourceDefinitions: ResourceDefinition = {
   strategy: {
     allowUnconditionalUpdate: true,
     tracksGeneration: true,
+    // The server writes a new CRD's status right away (src/apiserver/crd/establishing.ts).
+    updatedOnCreate: true,
     default: defaultCrd,
     prepareForCreate,
     prepareForUpdate,

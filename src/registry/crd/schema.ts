@@ -114,7 +114,10 @@ for (const [name, check] of Object.entries(STRING_FORMATS)) {
 /**
  * `enum`, checked by a lookup in a set of the allowed values made once per schema
  * node: ajv's own enum compiles in time that grows with the square of the number
- * of values (a CRD with 100,000 of them took half a minute, at every start).
+ * of values (a CRD with 100,000 of them took half a minute, at every start). The
+ * set is made when the node first checks a value, not when the schema is
+ * compiled: a set of 100,000 values takes some 10 ms to make, which a CRD's
+ * creation (and every start) need not wait for when no object is checked yet.
  */
 const ENUM_KEYWORD = "x-setpoint-enum";
 
@@ -138,8 +141,11 @@ ajv.addKeyword({
   schemaType: "array",
   errors: false,
   compile(values: unknown[]) {
-    const allowed = new Set(values.map(enumKey));
-    return (data: unknown) => allowed.has(enumKey(data));
+    let allowed: Set<string> | undefined;
+    return (data: unknown) => {
+      allowed ??= new Set(values.map(enumKey));
+      return allowed.has(enumKey(data));
+    };
   },
 });
 
