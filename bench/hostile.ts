@@ -17,8 +17,9 @@
  * - idle: 1,000 connections that send nothing (closed at 32 s).
  *
  * Beside each phase's latencies it prints the server's CPU time per attack sent
- * (the server child's, its writer thread included), a figure a busy machine
- * disturbs less than latency.
+ * (the server child's, its writer thread and body-parsing threads included), a
+ * figure a busy machine disturbs less than latency, and how the attacks were
+ * answered (status codes; "cut" for a connection that failed).
  *
  * The server is the one `setpoint up` runs (durable SQLite, built-in types), in a
  * child process (bench/lib/api-child.ts, compiled as the command is).
@@ -71,18 +72,28 @@ async function probe(client: HttpClient, ms: number): Promise<Probe> {
   };
 }
 
-/** Runs `attack` over and over until `stop` is set; resolves when the last one ends. */
-async function repeat(attack: () => Promise<unknown>, stop: { done: boolean }): Promise<number> {
+/**
+ * Runs `attack` over and over until `stop` is set; resolves when the last one ends,
+ * with how many were sent and how they were answered (status codes, or "cut").
+ */
+async function repeat(
+  attack: () => Promise<unknown>,
+  stop: { done: boolean },
+): Promise<{ sent: number; answers: Map<string, number> }> {
   let sent = 0;
+  const answers = new Map<string, number>();
   while (!stop.done) {
+    let answer = "cut";
     try {
-      await attack();
+      const r = await attack();
+      if (typeof r === "object" && r !== null && "code" in r) answer = String(r.code);
     } catch {
       // a refused or cut connection is the attack failing, as it should
     }
+    answers.set(answer, (answers.get(answer) ?? 0) + 1);
     sent++;
   }
-  return sent;
+  return { sent, answers };
 }
 
 function crd(name: string, kind: string, openAPIV3Schema: unknown): string {
@@ -148,17 +159,22 @@ async function main(): Promise<void> {
       const setup = await prepare(name, server.url, attacker);
       const cpu0 = await server.stats();
       const stop = { done: false };
-      const running = setup.run ? repeat(setup.run, stop) : Promise.resolve(0);
+      const running = setup.run
+        ? repeat(setup.run, stop)
+        : Promise.resolve({ sent: 0, answers: new Map<string, number>() });
       const during = await probe(prober, PHASE_MS);
       stop.done = true;
-      const sent = await running;
+      const { sent, answers } = await running;
       const cpu1 = await server.stats();
       setup.cleanup?.();
       const p99 = during.p99;
       // The server's CPU time per attack (steadier than latency on a busy machine).
       const cpuMs = (cpu1.cpuUser + cpu1.cpuSystem - cpu0.cpuUser - cpu0.cpuSystem) / 1000;
+      const answered = [...answers].map(([code, n]) => `${n} × ${code}`).join(", ");
       const perAttack =
-        setup.run && sent > 0 ? `, server CPU ${(cpuMs / sent).toFixed(0)} ms each` : "";
+        setup.run && sent > 0
+          ? `, server CPU ${(cpuMs / sent).toFixed(0)} ms each; answered ${answered}`
+          : "";
       console.log(
         `${name}: GET p50 ${during.p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (${during.count} GETs, ${during.failed} failed; ${setup.run ? `${sent} attacks sent${perAttack}` : setup.note})`,
       );
