@@ -67,7 +67,8 @@ function written(
 ): KubeObject {
   withResourceVersion(obj, revision);
   rememberJson(obj, encoded.withRevision(revision));
-  if (keep) ctx.services.decoded.set(key, revision, obj, ctx.def.strategy.onRead);
+  if (keep)
+    ctx.services.decoded.set(key, revision, obj, ctx.def.strategy.onRead, encoded.stored.length);
   else ctx.services.decoded.delete(key);
   return obj;
 }
@@ -91,7 +92,7 @@ function currentObject(
   const kept = decoded.get(key, kv.modRevision, onRead);
   if (kept) return kept;
   const obj = decodeStored(kv, ctx.def);
-  decoded.set(key, kv.modRevision, deepClone(obj), onRead);
+  decoded.set(key, kv.modRevision, deepClone(obj), onRead, kv.value.length);
   return obj;
 }
 
