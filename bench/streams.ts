@@ -9,7 +9,13 @@
  *
  * - 30 clients that open `watch?resourceVersion=0` and never read;
  * - 10 concurrent full lists (consistent, from storage), each repeated;
- * - 3 concurrent Table lists (what `kubectl get` asks for), each repeated.
+ * - 3 concurrent Table lists (what `kubectl get` asks for), each repeated;
+ * - 10 concurrent paginated lists whose one page is the whole collection
+ *   (`limit=1000000`), each repeated;
+ * - 3 concurrent full lists in YAML, each repeated;
+ * - 3 clients each opening a `sendInitialEvents=true` watch from a
+ *   resourceVersion the ConfigMaps' watch cache has not seen (a Secret's), whose
+ *   initial state is read from storage, reading it to its bookmark, again and again.
  *
  * The server runs in a child process (bench/lib/api-child.ts), the one `setpoint
  * up` runs (durable SQLite, built-in types). Whether the server survived each
@@ -18,7 +24,7 @@
  * Environment:
  *   BENCH_STREAM_OBJECTS   objects stored (default 100000)
  *   BENCH_STREAM_MS        length of each phase (default 8000)
- *   BENCH_STREAM_PHASES    comma list of watchers,lists,tables (default all)
+ *   BENCH_STREAM_PHASES    comma list of watchers,lists,tables,pages,yaml,initial (default all)
  */
 
 import { fork } from "node:child_process";
@@ -34,13 +40,18 @@ import { now, percentile, Samples } from "./lib/timing.ts";
 const OBJECTS = Number(process.env.BENCH_STREAM_OBJECTS ?? 100_000);
 const PHASE_MS = Number(process.env.BENCH_STREAM_MS ?? 8000);
 const PHASES = new Set(
-  (process.env.BENCH_STREAM_PHASES ?? "watchers,lists,tables").split(",").map((p) => p.trim()),
+  (process.env.BENCH_STREAM_PHASES ?? "watchers,lists,tables,pages,yaml,initial")
+    .split(",")
+    .map((p) => p.trim()),
 );
 const OBJECT_BYTES = 1024;
 const FILL_CLIENTS = 50;
 const WATCHERS = 30;
 const LISTS = 10;
 const TABLES = 3;
+const PAGES = 10;
+const YAMLS = 3;
+const INITIALS = 3;
 /** Goal (issue 11): no attack raises the plain GET's p99 above this. */
 const GOAL_P99_MS = 100;
 const NS = "bench-streams";
@@ -171,7 +182,7 @@ const watchers: Attack = {
 };
 
 /** `count` clients each listing the whole collection again and again (reading it all). */
-function listers(name: string, count: number, accept: string, metric: string): Attack {
+function listers(name: string, count: number, accept: string, metric: string, path = PATH): Attack {
   return {
     name,
     metric,
@@ -184,7 +195,7 @@ function listers(name: string, count: number, accept: string, metric: string): A
       const loops = Array.from({ length: count }, async () => {
         while (!stop) {
           try {
-            const r = await sendAccept(client, accept);
+            const r = await sendAccept(client, accept, path);
             if (r.code === 200) {
               lists++;
               bytes += r.bytes;
@@ -205,14 +216,18 @@ function listers(name: string, count: number, accept: string, metric: string): A
 }
 
 /** A GET of the collection with an Accept header; only the size of the body is kept. */
-function sendAccept(client: HttpClient, accept: string): Promise<{ code: number; bytes: number }> {
+function sendAccept(
+  client: HttpClient,
+  accept: string,
+  path = PATH,
+): Promise<{ code: number; bytes: number }> {
   const base = new URL(client.url);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
         host: base.hostname,
         port: base.port,
-        path: PATH,
+        path,
         headers: { Accept: accept },
         agent: client.agent,
       },
@@ -223,6 +238,79 @@ function sendAccept(client: HttpClient, accept: string): Promise<{ code: number;
         });
         res.on("end", () => resolve({ code: res.statusCode ?? 0, bytes }));
         res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/**
+ * `count` clients each writing a Secret (a revision the ConfigMaps' watch cache
+ * has not applied), then watching ConfigMaps with sendInitialEvents from it, so
+ * the initial state is read from storage, reading up to the bookmark ending it.
+ */
+const initials: Attack = {
+  name: "initial",
+  metric: `${INITIALS} sendInitialEvents watches read from storage`,
+  start(server) {
+    const client = new HttpClient(server.url, { ca: server.ca, sockets: INITIALS * 2 });
+    let stop = false;
+    let watches = 0;
+    let failed = 0;
+    let n = 0;
+    const loops = Array.from({ length: INITIALS }, async () => {
+      while (!stop) {
+        try {
+          const s = await client.send(
+            "POST",
+            `/api/v1/namespaces/${NS}/secrets`,
+            JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: `i-${n++}` } }),
+          );
+          const rv = JSON.parse(s.body.toString()).metadata.resourceVersion;
+          const ok = await initialEvents(
+            client,
+            `${PATH}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${rv}`,
+          );
+          if (ok) watches++;
+          else failed++;
+        } catch {
+          failed++;
+        }
+      }
+    });
+    return async () => {
+      stop = true;
+      await Promise.all(loops);
+      client.close();
+      return `${watches} initial states read to their bookmark, ${failed} failed`;
+    };
+  },
+};
+
+/** Opens a watch and reads it until the bookmark ending its initial events; whether it came. */
+function initialEvents(client: HttpClient, path: string): Promise<boolean> {
+  const base = new URL(client.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: base.hostname, port: base.port, path, agent: client.agent },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          resolve(false);
+          return;
+        }
+        let tail = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          tail = (tail + c).slice(-4096);
+          if (tail.includes("k8s.io/initial-events-end")) {
+            req.destroy();
+            resolve(true);
+          }
+        });
+        res.on("error", () => resolve(false));
+        res.on("end", () => resolve(false));
       },
     );
     req.on("error", reject);
@@ -254,6 +342,15 @@ async function main(): Promise<void> {
       watchers,
       listers("lists", LISTS, "application/json", `${LISTS} concurrent full lists`),
       listers("tables", TABLES, TABLE_ACCEPT, `${TABLES} concurrent Table lists`),
+      listers(
+        "pages",
+        PAGES,
+        "application/json",
+        `${PAGES} concurrent paginated lists of one whole page`,
+        `${PATH}?limit=1000000`,
+      ),
+      listers("yaml", YAMLS, "application/yaml", `${YAMLS} concurrent YAML lists`),
+      initials,
     ].filter((a) => PHASES.has(a.name));
     for (const attack of attacks) {
       // The baseline right before each attack, in the same run.

@@ -18,7 +18,7 @@ import {
   textChunks,
 } from "../streaming/index.ts";
 import type { CacheEntry } from "../watchcache/watch-cache.ts";
-import { type ListText, listText, listTextMediaType } from "../wire/list-text.ts";
+import { type ListText, listBatchBytes, listText, listTextMediaType } from "../wire/list-text.ts";
 import { type Renderer, rendersRaw } from "../wire/render.ts";
 import { setWarnings, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
@@ -36,16 +36,17 @@ export function streamOptions(scope: RequestScope, onStall?: () => void): Stream
 
 /**
  * Objects in the first page of a list read from storage to be streamed: about a
- * chunk, by the size of the objects the watch cache holds (a storage page when
- * it holds none yet).
+ * chunk (see listBatchBytes), by the size of the objects the watch cache holds
+ * (a storage page, for YAML a share of one, when it holds none yet).
  */
 export function firstPageLimit(scope: RequestScope): number {
   const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
   const cache = scope.ctx.caches.forDef(scope.def);
   const average = cache.isReady ? cache.averageEntryBytes : 0;
+  const batch = listBatchBytes(scope.renderer, streamChunkBytes);
   return average > 0
-    ? Math.min(storagePageSize, Math.max(1, Math.ceil(streamChunkBytes / average)))
-    : storagePageSize;
+    ? Math.min(storagePageSize, Math.max(1, Math.ceil(batch / average)))
+    : Math.max(1, Math.floor((storagePageSize * batch) / streamChunkBytes));
 }
 
 /** Whether lists in this representation can be streamed (JSON and YAML; protobuf is sent whole). */
@@ -109,7 +110,7 @@ export async function writeCachedList(
   const text = listText(r, meta);
   let bytes = 0;
   for (const e of entries) bytes += e.byteLength;
-  if (bytes <= scope.ctx.limits.streamChunkBytes) {
+  if (bytes <= listBatchBytes(r, scope.ctx.limits.streamChunkBytes)) {
     if (raw && entries.length > 0) {
       const body = bytesChunks(entries, framing(text))(Number.POSITIVE_INFINITY)!;
       writeRaw(scope.res, 200, r.output.contentType, body, scope.warnings);
@@ -128,7 +129,7 @@ export async function writeCachedList(
     complete = await stream.pump(
       textChunks((room) => {
         if (at >= entries.length) return null;
-        const to = takeEntries(entries, at, room);
+        const to = takeEntries(entries, at, listBatchBytes(r, room));
         const batch = entries.slice(at, to);
         at = to;
         return text.elements(objectsOf(batch));
@@ -198,7 +199,7 @@ export async function writePagedList(
         }
         const limit = Math.min(
           scope.ctx.limits.storagePageSize,
-          Math.max(1, Math.ceil(room / average)),
+          Math.max(1, Math.ceil(listBatchBytes(r, room) / average)),
           left,
         );
         const page = await next(token, limit);

@@ -13,6 +13,7 @@ import {
   type ObjectFilter,
   type StorageListResult,
 } from "../store/index.ts";
+import { listBatchBytes } from "../wire/list-text.ts";
 import { type Renderer, rawListJson, renderList, rendersRaw } from "../wire/render.ts";
 import { writeObject, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
@@ -116,19 +117,23 @@ async function listPageFromStorage(
   raw: boolean,
 ): Promise<void> {
   // What the read found: objects kept while they fit in a chunk (`fits`), and counted.
+  const batch = listBatchBytes(r, scope.ctx.limits.streamChunkBytes);
   const found = { items: [] as KubeObject[], json: [] as string[], bytes: 0, count: 0, fits: true };
   const page = await scope.store.list(opts, filter, raw, true, (items, json, bytes) => {
     found.count += items.length + json.length;
     found.bytes += bytes;
-    if (!found.fits) return;
-    if (found.bytes > scope.ctx.limits.streamChunkBytes) {
+    if (found.fits && found.bytes > batch) {
       found.fits = false;
       found.items = [];
       found.json = [];
-      return;
     }
-    for (const o of items) found.items.push(o);
-    for (const j of json) found.json.push(j);
+    if (found.fits) {
+      for (const o of items) found.items.push(o);
+      for (const j of json) found.json.push(j);
+    }
+    // Storage reads take no turn of the event loop: other requests get theirs
+    // between storage pages, as streams share them (see streaming/turn-slicer.ts).
+    return scope.ctx.output.slicer.take();
   });
   const meta = pageMeta(page);
   if (found.fits) {
@@ -148,12 +153,11 @@ async function listPageFromStorage(
   const again: ListOptions = opts.continue
     ? { ...opts }
     : { ...opts, resourceVersion: String(page.revision), resourceVersionMatch: "Exact" };
-  const { storagePageSize, streamChunkBytes } = scope.ctx.limits;
   const average = Math.max(1, found.bytes / Math.max(1, found.count));
   again.limit = Math.min(
     found.count,
-    storagePageSize,
-    Math.max(1, Math.ceil(streamChunkBytes / average)),
+    scope.ctx.limits.storagePageSize,
+    Math.max(1, Math.ceil(batch / average)),
   );
   const first = await scope.store.list(again, filter, raw, false);
   await writePagedList(

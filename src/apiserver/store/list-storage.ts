@@ -75,9 +75,14 @@ export function listsRaw(ctx: StoreContext, filter: ObjectFilter): boolean {
 /**
  * What a list read with a visitor hands over per storage page, instead of
  * collecting it: the objects selected (or, read raw, their JSON, then `items` is
- * empty) and the bytes they were stored in.
+ * empty) and the bytes they were stored in. The next storage page is read once
+ * the promise it returns (if any) resolved: it may wait for a turn of the event loop.
  */
-export type ListVisitor = (items: KubeObject[], json: string[], storedBytes: number) => void;
+export type ListVisitor = (
+  items: KubeObject[],
+  json: string[],
+  storedBytes: number,
+) => void | Promise<void>;
 
 /**
  * Reads a list (or one page of it) from storage; with `raw` (see listsRaw), as the
@@ -127,12 +132,13 @@ export async function listFromStorage(
   let items: KubeObject[] = [];
   let json: string[] = [];
   let storedBytes = 0;
-  const handOver = () => {
-    if (!visit || (items.length === 0 && json.length === 0)) return;
-    visit(items, json, storedBytes);
+  const handOver = async () => {
+    if (!visit) return;
+    const handed = { items, json, storedBytes };
     items = [];
     json = [];
     storedBytes = 0;
+    await visit(handed.items, handed.json, handed.storedBytes);
   };
   let count = 0;
   let pageRevision = 0;
@@ -186,7 +192,7 @@ export async function listFromStorage(
           count++;
         }
       }
-      handOver();
+      await handOver();
       const passedStart = after !== undefined && page.items.some((kv) => kv.key > after!);
       if (full) {
         // Stopped inside a storage page: the next page starts after the last key returned.

@@ -34,6 +34,23 @@ export interface ListText {
   elements(objects: KubeObject[]): string[];
 }
 
+/**
+ * About how many times longer YAML takes to render than JSON, byte for byte (the
+ * yaml package's stringify against JSON.stringify, on ConfigMaps and Pods).
+ */
+export const YAML_RENDER_COST = 64;
+
+/**
+ * The bytes of objects to render at once for a chunk of `chunkBytes`: a chunk's
+ * worth in JSON; in YAML less, so that a batch takes about as long to render and
+ * other requests are not kept waiting behind it.
+ */
+export function listBatchBytes(r: Renderer, chunkBytes: number): number {
+  return r.output.mediaType === "application/yaml"
+    ? Math.max(1, Math.floor(chunkBytes / YAML_RENDER_COST))
+    : chunkBytes;
+}
+
 /** Whether lists in this representation can be written in pieces (JSON and YAML; protobuf is whole). */
 export function listTextMediaType(r: Renderer): boolean {
   return r.output.mediaType === "application/json" || r.output.mediaType === "application/yaml";
