@@ -175,7 +175,9 @@ export function validatePod(obj: KubeObject, old: KubeObject | undefined): Statu
   const spec = asObj(field(obj, "spec"));
   if (!old) return validatePodSpec(spec, "spec");
   const oldSpec = asObj(field(old, "spec"));
-  return spec && oldSpec ? podUpdateCauses(spec, oldSpec) : [];
+  // An unchanged spec (status writes, most metadata writes) changes nothing forbidden.
+  if (!spec || !oldSpec || spec === oldSpec || deepEqual(spec, oldSpec)) return [];
+  return podUpdateCauses(spec, oldSpec);
 }
 
 function nonNegative(obj: KubeObject, path: string[]): StatusCause[] {
