@@ -12,6 +12,8 @@ import { WatchCache, type WatchCacheLimits } from "./watch-cache.ts";
 
 export class WatchCacheSet {
   readonly #caches = new Map<string, WatchCache>();
+  /** Each definition's storage prefix, worked out once (forDef runs on every request). */
+  readonly #prefixes = new WeakMap<ResourceDefinition, string>();
   #unsubscribe: (() => void) | null = null;
   #closed = false;
 
@@ -30,7 +32,11 @@ export class WatchCacheSet {
 
   /** The cache of a type (started on first use). */
   forDef(def: ResourceDefinition): WatchCache {
-    const prefix = resourcePrefix(def);
+    let prefix = this.#prefixes.get(def);
+    if (prefix === undefined) {
+      prefix = resourcePrefix(def);
+      this.#prefixes.set(def, prefix);
+    }
     let cache = this.#caches.get(prefix);
     if (!cache) {
       cache = new WatchCache(this.store, def, this.limits, this.logger);
