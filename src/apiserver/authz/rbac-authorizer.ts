@@ -32,7 +32,8 @@ interface Binding {
 }
 
 interface Snapshot {
-  key: string;
+  /** The caches it was made from, and each one's revision and readiness then. */
+  from: readonly { cache: WatchCache | undefined; rev: number; ready: boolean }[];
   roles: Map<string, PolicyRule[]>;
   clusterRoles: Map<string, PolicyRule[]>;
   bindings: Binding[];
@@ -92,8 +93,13 @@ export class RbacAuthorizer implements Authorizer {
 
   #current(): Snapshot {
     const caches = this.#caches();
-    const key = caches.map((c) => `${c?.rev ?? -1}:${c?.isReady ? 1 : 0}`).join(",");
-    if (this.#snapshot?.key === key) return this.#snapshot;
+    const last = this.#snapshot;
+    const unchanged = (f: Snapshot["from"][number], i: number): boolean => {
+      const c = caches[i];
+      return f.cache === c && f.rev === (c?.rev ?? -1) && f.ready === (c?.isReady === true);
+    };
+    if (last?.from.every(unchanged)) return last;
+    const from = caches.map((c) => ({ cache: c, rev: c?.rev ?? -1, ready: c?.isReady === true }));
     const [roles, clusterRoles, roleBindings, clusterRoleBindings] = caches.map((c) =>
       (c?.isReady ? c.entries() : []).map((e) => parse(e.json)).filter((o) => o !== undefined),
     ) as KubeObject[][];
@@ -128,7 +134,7 @@ export class RbacAuthorizer implements Authorizer {
       }
     });
     this.#snapshot = {
-      key,
+      from,
       roles: byName(roles, true),
       clusterRoles: byName(clusterRoles, false),
       bindings,
