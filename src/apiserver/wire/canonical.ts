@@ -34,6 +34,28 @@ type TimeKind = "time" | "micro";
  * (six fractional digits), or undefined when `value` is not one.
  */
 export function canonicalTimestamp(value: string, kind: TimeKind): string | undefined {
+  if (value.length > TIMESTAMP_MEMO_KEY_LENGTH) return parseTimestamp(value, kind);
+  const memo = kind === "time" ? TIME_MEMO : MICROTIME_MEMO;
+  const known = memo.get(value);
+  if (known !== undefined || memo.has(value)) return known;
+  const canonical = parseTimestamp(value, kind);
+  if (memo.size >= TIMESTAMP_MEMO_SIZE) memo.clear();
+  memo.set(value, canonical);
+  return canonical;
+}
+
+/**
+ * Timestamps recently made canonical, by kind: the objects written in one second
+ * carry the same few (creation, managedFields, conditions), so most are looked
+ * up, not parsed again. Cleared when full.
+ */
+const TIMESTAMP_MEMO_SIZE = 4096;
+/** Longer values are not kept (an RFC 3339 timestamp has at most about 40 characters). */
+const TIMESTAMP_MEMO_KEY_LENGTH = 64;
+const TIME_MEMO = new Map<string, string | undefined>();
+const MICROTIME_MEMO = new Map<string, string | undefined>();
+
+function parseTimestamp(value: string, kind: TimeKind): string | undefined {
   const m = RFC3339.exec(value);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, z, sign, oh, om] = m;
