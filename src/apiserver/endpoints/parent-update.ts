@@ -12,7 +12,7 @@
  * The answer is a Status: 201 Success, as kube-apiserver answers, unless `act`
  * returns another.
  */
-import { errors, type KubeObject, type Status } from "@setpoint/api";
+import { deepClone, errors, type KubeObject, type Status } from "@setpoint/api";
 import { type CreateSubresource, storageVersion } from "../../registry/types.ts";
 import type { RequestScope } from "./context.ts";
 import { bindNamespace } from "./create.ts";
@@ -62,7 +62,7 @@ export async function createUpdatingParent(
   } else if (update) {
     await scope.store.update({ dryRun, manager, allowCreate: false }, (current) => {
       if (!current) throw errors.notFound(scope.subject);
-      return update(body, structuredClone(current), new Date());
+      return update(body, deepClone(current), new Date());
     });
   }
   respondStatus(
