@@ -11,6 +11,8 @@ import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeProtobufObject } from "../../src/apiserver/wire/index.ts";
+import { protobufRoot } from "../../src/apiserver/wire/protobuf/messages.ts";
 import { serialize } from "../../src/apiserver/wire/response.ts";
 import { configMap, eventually, type Harness, startHarness } from "./harness.ts";
 
@@ -399,6 +401,39 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
       expect(before).toBeGreaterThan(expected / 20);
       expect(Math.max(...r.chunks.map((c) => c.length))).toBeLessThanOrEqual(2 * CHUNK + 4096);
     }
+  });
+
+  it("streams initial events from storage as protobuf frames", async () => {
+    const rv = await otherTypeRevision("s-protobuf");
+    const WatchEvent = protobufRoot().lookupType("k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent");
+    const frames = (body: Buffer) => {
+      const out: { type: string; raw: Uint8Array }[] = [];
+      let at = 0;
+      while (body.length >= at + 4 && body.length >= at + 4 + body.readUInt32BE(at)) {
+        const size = body.readUInt32BE(at);
+        const e = WatchEvent.decode(body.subarray(at + 4, at + 4 + size)) as unknown as {
+          type: string;
+          object: { raw: Uint8Array };
+        };
+        out.push({ type: e.type, raw: e.object.raw });
+        at += 4 + size;
+      }
+      return out;
+    };
+    const r = await rawGet(tcp, initialFrom(rv), "application/vnd.kubernetes.protobuf", (body) =>
+      frames(body).some((f) => f.type === "BOOKMARK"),
+    );
+    expect(r.status).toBe(200);
+    const events = frames(r.body);
+    const end = events.findIndex((f) => f.type === "BOOKMARK");
+    expect(end).toBe(OBJECTS);
+    expect(events.slice(0, end).every((f) => f.type === "ADDED")).toBe(true);
+    const objects = events.slice(0, end).map((f) => decodeProtobufObject(Buffer.from(f.raw)));
+    expect(objects.map((o) => o.metadata.name)).toEqual(
+      Array.from({ length: OBJECTS }, (_, i) => `cm-${String(i).padStart(5, "0")}`),
+    );
+    expect(objects[5].data).toEqual({ v: VALUE, n: "5" });
+    expect(r.chunks.length).toBeGreaterThan(OBJECTS / 20);
   });
 
   it("cuts off a watcher that does not take its initial events from storage, within the budget", async () => {
