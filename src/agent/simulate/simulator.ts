@@ -15,7 +15,7 @@
  * completes, one delete. Leases are renewed from the last copy written (one
  * request per renewal). One Pod watch serves every node of the simulator.
  */
-import type { KubeObject, Node, Pod } from "@setpoint/api";
+import { deepClone, deepEqual, type KubeObject, type Node, type Pod } from "@setpoint/api";
 import {
   type Client,
   Informer,
@@ -110,7 +110,8 @@ export class Simulator {
   readonly nodes: SimNode[];
   private readonly byName = new Map<string, SimNode>();
   private readonly pods = new Map<string, SimPod>();
-  private readonly written = new Map<string, string>();
+  /** Each Pod's status as last written (a copy), to skip writing the same again. */
+  private readonly written = new Map<string, unknown>();
   private readonly dirty = new Set<string>();
   private readonly abort = new AbortController();
   private readonly informer: Informer<Pod>;
@@ -418,8 +419,8 @@ export class Simulator {
       return;
     }
     const status = simulatedStatus(sim.rec, sim.node.identity.address, pod.status);
-    const text = canonicalJson(status);
-    if (this.written.get(uid) === text) return;
+    if (deepEqual(this.written.get(uid), status)) return;
+    const sent = deepClone(status);
     try {
       await client.patch(
         POD,
@@ -429,7 +430,7 @@ export class Simulator {
         { type: "merge", subresource: "status" },
       );
       this.podWrites++;
-      this.written.set(uid, text);
+      this.written.set(uid, sent);
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
     }
