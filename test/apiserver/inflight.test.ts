@@ -2,7 +2,7 @@
  * Requests in flight, bounded as kube-apiserver bounds them: with one mutating seat
  * held by a write whose body is still arriving, another write by an ordinary user
  * is answered 429 with `Retry-After: 1` in kube-apiserver's words, reads and
- * watches go on, system:masters is always answered, and kubectl and the runtime's
+ * watches go on, the refusal is counted in apiserver_request_total, system:masters is always answered, and kubectl and the runtime's
  * client send the write again and succeed once the seat is free.
  */
 import https from "node:https";
@@ -97,6 +97,11 @@ describe("requests in flight", () => {
       expect(refused.headers["retry-after"]).toBe("1");
       expect(refused.headers["content-type"]).toBe("text/plain; charset=utf-8");
       expect(refused.body).toBe("Too many requests, please try again later.\n");
+      // Counted in apiserver_request_total, as kube-apiserver counts what its limit drops.
+      const metrics = (await send("GET", "/metrics", { bearer: srv.token! }).answer).body;
+      expect(metrics).toMatch(
+        /^apiserver_request_total\{[^}]*verb="POST"[^}]*resource="configmaps"[^}]*code="429"[^}]*\} [1-9]/m,
+      );
       // Reads have seats of their own; a watch takes none.
       const watch = send("GET", `${CM}?watch=true`);
       const watch2 = send("GET", `${CM}?watch=true`);

@@ -316,18 +316,21 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     );
   };
 
+  /** A request's labels in Kubernetes' request metrics. */
+  const requestLabels = (info: RequestInfo) => ({
+    verb: info.verb,
+    dry_run: info.dryRun,
+    group: info.group,
+    version: info.version,
+    resource: info.resource,
+    subresource: info.subresource,
+    scope: info.scope,
+    component: "apiserver",
+  });
+
   /** Counts a request in Kubernetes' request metrics once its answer is done. */
   const countRequest = (req: IncomingMessage, res: ServerResponse, info: RequestInfo): void => {
-    const labels = {
-      verb: info.verb,
-      dry_run: info.dryRun,
-      group: info.group,
-      version: info.version,
-      resource: info.resource,
-      subresource: info.subresource,
-      scope: info.scope,
-      component: "apiserver",
-    };
+    const labels = requestLabels(info);
     const kind = info.readOnly ? "readOnly" : "mutating";
     const start = process.hrtime.bigint();
     // Watches are long-running, not in flight (as kube-apiserver counts them).
@@ -404,6 +407,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         // system:masters is always answered (a super-admin, or the server's own loopback).
         res.setHeader("Retry-After", "1");
         sendText(res, 429, TOO_MANY_REQUESTS_TEXT);
+        // Counted as kube-apiserver counts a request its in-flight limit drops.
+        metrics.requests.inc({ ...requestLabels(info), code: "429" });
         return;
       }
     }
