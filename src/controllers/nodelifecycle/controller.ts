@@ -47,8 +47,14 @@ export const NODE_LEASE_NAMESPACE = "kube-node-lease";
 export const TAINT_EVICTION_EVENT_SOURCE = "taint-eviction-controller";
 /** The Node Events' source component, as Kubernetes names it. */
 export const NODE_CONTROLLER_EVENT_SOURCE = "node-controller";
-/** Concurrent Node and Pod reconciles. */
+/** Concurrent Node reconciles. */
 export const DEFAULT_NODE_LIFECYCLE_WORKERS = 4;
+/**
+ * Concurrent Pod evictions. Kubernetes' taint eviction deletes each Pod whose
+ * toleration ran out on a timer of its own; the Pods of a lost node all come due
+ * at once, so evictions get more workers than Node reconciles.
+ */
+export const DEFAULT_TAINT_EVICTION_WORKERS = 16;
 
 const NODE = { apiVersion: "v1", kind: "Node" } as const;
 const POD = { apiVersion: "v1", kind: "Pod" } as const;
@@ -59,7 +65,10 @@ const NODE_CONDITIONS = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure
 export interface NodeLifecycleOptions {
   /** How long a Node may go without a Lease renewal or heartbeat, in ms (default 50 s). */
   nodeMonitorGracePeriodMs?: number;
+  /** Concurrent Node reconciles (default 4). */
   workers?: number;
+  /** Concurrent Pod evictions (default 16). */
+  evictionWorkers?: number;
 }
 
 interface Lease extends KubeObject {
@@ -153,7 +162,10 @@ export class NodeLifecycleController implements BuiltinController {
           .byIndex(NODE_NAME_INDEX, n.metadata.name ?? "")
           .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" })),
       )
-      .withOptions({ client, maxConcurrentReconciles: workers })
+      .withOptions({
+        client,
+        maxConcurrentReconciles: this.opts.evictionWorkers ?? DEFAULT_TAINT_EVICTION_WORKERS,
+      })
       .complete((req, ctx) => this.reconcilePod(req, ctx));
   }
 
