@@ -8,8 +8,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { deleteOptionsSchema } from "../../src/apiserver/discovery/index.ts";
 import {
   decodeProtobufObject,
+  decodeProtobufResponse,
+  encodeProtobufObject,
   isProtobufContentType,
   PROTOBUF_MAGIC,
+  protobufListEncoder,
 } from "../../src/apiserver/wire/index.ts";
 import { fieldInfo, protobufRoot } from "../../src/apiserver/wire/protobuf/messages.ts";
 import { builtinDefinitions } from "../../src/registry/builtin/index.ts";
@@ -539,6 +542,46 @@ describe("decodeProtobufObject", () => {
     expect(isProtobufContentType("application/json")).toBe(false);
     expect(isProtobufContentType("application/vnd.kubernetes.protobuf;stream=watch")).toBe(true);
     expect(isProtobufContentType(undefined)).toBe(false);
+  });
+});
+
+describe("protobuf lists written in parts", () => {
+  it("are the bytes of the whole list: head, items, tail, with the items measured first", () => {
+    const cases: [string, string, (i: number) => Record<string, unknown>][] = [
+      ["v1", "ConfigMapList", (i) => ({ data: { k: "v".repeat(i * 37) } })],
+      ["apps/v1", "DeploymentList", (i) => ({ spec: { replicas: i, selector: {} } })],
+      ["meta.k8s.io/v1", "PartialObjectMetadataList", () => ({})],
+    ];
+    for (const [apiVersion, kind, body] of cases) {
+      const encoder = protobufListEncoder(apiVersion, kind)!;
+      const items = Array.from({ length: 40 }, (_, i) => ({
+        apiVersion,
+        kind: kind.slice(0, -4),
+        metadata: { name: `o-${i}`, namespace: "ns", resourceVersion: String(10 + i) },
+        ...body(i),
+      }));
+      for (const n of [0, 1, 40]) {
+        const metadata =
+          n === 40
+            ? { resourceVersion: "99", continue: "t", remainingItemCount: 5 }
+            : { resourceVersion: "99" };
+        const list = { apiVersion, kind, metadata, items: items.slice(0, n) };
+        let bytes = 0;
+        for (const item of list.items) bytes += encoder.itemSize(item);
+        const parts = Buffer.concat([
+          encoder.head(list, bytes),
+          encoder.items(list.items.slice(0, 7)),
+          ...list.items.slice(7).map((item) => encoder.item(item)),
+          encoder.tail,
+        ]);
+        const whole = encodeProtobufObject(list)!;
+        expect(parts.equals(whole), `${kind} of ${n}`).toBe(true);
+        expect((decodeProtobufResponse(parts).items as unknown[] | undefined) ?? []).toHaveLength(
+          n,
+        );
+      }
+    }
+    expect(protobufListEncoder("example.com/v1", "WidgetList")).toBeUndefined();
   });
 });
 

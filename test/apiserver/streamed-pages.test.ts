@@ -11,7 +11,11 @@ import http from "node:http";
 import net from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decodeProtobufObject } from "../../src/apiserver/wire/index.ts";
+import {
+  decodeProtobufObject,
+  decodeProtobufResponse,
+  encodeProtobufObject,
+} from "../../src/apiserver/wire/index.ts";
 import { protobufRoot } from "../../src/apiserver/wire/protobuf/messages.ts";
 import { serialize } from "../../src/apiserver/wire/response.ts";
 import { configMap, eventually, type Harness, startHarness } from "./harness.ts";
@@ -27,6 +31,8 @@ const JSON_TYPE = "application/json";
 const YAML = "application/yaml";
 const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const PARTIAL = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+const PB = "application/vnd.kubernetes.protobuf";
+const PB_PARTIAL = `${PB};as=PartialObjectMetadataList;v=v1;g=meta.k8s.io`;
 
 /** Creates `n` ConfigMaps over HTTP, a few at a time; every other one labelled half=yes. */
 async function fill(h: Harness, n: number): Promise<void> {
@@ -193,6 +199,7 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
   });
 
   const tcp = () => net.connect(port, "127.0.0.1");
+  const wholeTcp = () => net.connect(Number(new URL(whole.url).port), "127.0.0.1");
 
   /** GETs `path` from both servers: the same status and bytes; whether the first streamed it. */
   async function same(path: string, accept: string): Promise<{ text: string; streamed: boolean }> {
@@ -322,6 +329,115 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
       expect(yaml.headers["content-length"]).toBeUndefined();
       expect(ageless(yaml.text)).toBe(ageless(serialize(JSON.parse(json.text), YAML) as string));
     }
+  });
+
+  it("sends protobuf lists byte for byte as the whole encoding, streamed when larger than a chunk", async () => {
+    const ConfigMapList = protobufRoot().lookupType("k8s.io.api.core.v1.ConfigMapList");
+    const Unknown = protobufRoot().lookupType("k8s.io.apimachinery.pkg.runtime.Unknown");
+    const cases: [string, number, boolean][] = [
+      // From the watch cache.
+      [`${P}?resourceVersion=0`, OBJECTS, true],
+      [`${P}?resourceVersion=0&labelSelector=half%3Dyes`, OBJECTS / 2, true],
+      [`${P}?resourceVersion=0&labelSelector=half%3Dmaybe`, 0, false],
+      // From storage, unpaginated.
+      [P, OBJECTS, true],
+      [`${P}?resourceVersion=${R}&resourceVersionMatch=Exact`, OBJECTS, true],
+      [`${P}?resourceVersion=${R}`, OBJECTS, true],
+      [`${P}?labelSelector=half%3Dno`, OBJECTS / 2, true],
+      [`${P}?fieldSelector=metadata.name%21%3Dcm-00003`, OBJECTS - 1, true],
+      [`${P}?labelSelector=half%3Dmaybe`, 0, false],
+      ["/api/v1/namespaces/empty/configmaps", 0, false],
+      // Paginated.
+      [`${P}?limit=1000`, 1000, true],
+      [`${P}?limit=100000`, OBJECTS, true],
+      [`${P}?limit=1000&resourceVersion=${R}`, 1000, true],
+      [`${P}?limit=450&labelSelector=half%3Dyes`, 450, true],
+      [`${P}?limit=30&fieldSelector=metadata.name%21%3Dcm-00003`, 30, true],
+      [`${P}?limit=3`, 3, false],
+      [`${P}?limit=5&labelSelector=half%3Dmaybe`, 0, false],
+    ];
+    const first = (await h.get(`${P}?limit=200`)).body.metadata.continue;
+    cases.push([`${P}?continue=${first}`, OBJECTS - 200, true]);
+    cases.push([`${P}?limit=600&continue=${first}`, 600, true]);
+    for (const [path, count, streamed] of cases) {
+      for (const [accept, jsonAccept] of [
+        [PB, JSON_TYPE],
+        [PB_PARTIAL, PARTIAL],
+      ]) {
+        const [a, b] = await Promise.all([
+          rawGet(tcp, path, accept),
+          rawGet(wholeTcp, path, accept),
+        ]);
+        const json = await h.get(path, { accept: jsonAccept });
+        expect(a.status, path).toBe(200);
+        expect(b.status, path).toBe(200);
+        expect(a.headers["content-type"]).toBe(b.headers["content-type"]);
+        expect(a.headers["content-type"]?.startsWith(PB)).toBe(true);
+        expect(b.headers["content-length"]).toBeDefined();
+        // The same bytes as the other server's, and as the whole list's encoding.
+        expect(a.body.equals(b.body), `${path} (${accept})`).toBe(true);
+        const reference = encodeProtobufObject(json.body)!;
+        expect(a.body.equals(reference), `${path} (${accept}) against JSON`).toBe(true);
+        // Streamed when larger than a chunk: in chunks of about a chunk.
+        const large = a.body.length > CHUNK + 1024;
+        if (accept === PB) expect(large, path).toBe(streamed);
+        if (large) {
+          expect(a.headers["transfer-encoding"], path).toBe("chunked");
+          expect(a.headers["content-length"]).toBeUndefined();
+          expect(a.chunks.length, path).toBeGreaterThan(a.body.length / (2 * CHUNK));
+          expect(Math.max(...a.chunks.map((c) => c.length))).toBeLessThanOrEqual(2 * CHUNK + 4096);
+        } else if (a.body.length <= CHUNK) {
+          expect(a.headers["content-length"], path).toBe(String(a.body.length));
+        }
+        // What a client decodes: the items of the JSON list.
+        const decoded = decodeProtobufResponse(a.body);
+        const items = (decoded.items as { metadata: { name: string } }[] | undefined) ?? [];
+        expect(items).toHaveLength(count);
+        expect(items.map((o) => o.metadata.name)).toEqual(
+          json.body.items.map((o: { metadata: { name: string } }) => o.metadata.name),
+        );
+        expect(decoded.metadata).toEqual(json.body.metadata);
+        if (accept === PB && count > 0) {
+          // And as the message of Kubernetes' ConfigMapList, read with the .proto alone.
+          const env = Unknown.decode(a.body.subarray(4)) as unknown as { raw: Uint8Array };
+          const list = ConfigMapList.toObject(ConfigMapList.decode(env.raw)) as {
+            items: { metadata: { name: string }; data: Record<string, string> }[];
+          };
+          expect(list.items).toHaveLength(count);
+          expect(list.items[count - 1].data).toEqual(json.body.items[count - 1].data);
+        }
+      }
+    }
+  });
+
+  it("keeps clients that do not read a large protobuf list within the budget, and cuts them off", async () => {
+    await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
+    const before = unixRequests;
+    const paths = [`${P}?resourceVersion=0`, P, `${P}?limit=100000&labelSelector=half%3Dyes`];
+    for (const path of paths) {
+      const c = net.connect(socketPath);
+      c.on("error", () => {});
+      clients.push(c);
+      c.pause();
+      c.write(`GET ${path} HTTP/1.1\r\nHost: setpoint\r\nAccept: ${PB}\r\n\r\n`);
+    }
+    await eventually(() => unixRequests === before + paths.length, 10_000);
+    let highest = 0;
+    const sample = () => {
+      const s = h.handler.outputStats();
+      highest = Math.max(highest, s.inFlight);
+      return s;
+    };
+    await eventually(() => sample().inFlight > 0, 10_000);
+    // Others are served meanwhile, a protobuf list among them.
+    expect((await h.get(`${P}/cm-00007`)).status).toBe(200);
+    sample();
+    const other = await rawGet(tcp, `${P}?limit=1000`, PB);
+    expect(decodeProtobufResponse(other.body).items).toHaveLength(1000);
+    sample();
+    await eventually(() => sample().inFlight === 0, 20_000);
+    expect(highest).toBeLessThanOrEqual(bound(paths.length + 1));
+    expect(h.handler.outputStats().peak).toBeLessThanOrEqual(bound(paths.length + 1));
   });
 
   it("keeps a client that does not read a large page within the budget, and cuts it off", async () => {

@@ -6,7 +6,7 @@
  * costs the server about one chunk of memory while it is sent, and the event
  * loop serves other requests between chunks. JSON and YAML lists are streamed
  * (wire/list-text.ts: the same bytes as the whole list); protobuf lists are
- * written whole.
+ * streamed by list-protobuf.ts, through the same ResponseStream.
  */
 import type { KubeObject, ListMeta } from "@setpoint/api";
 import { storageVersion } from "../../registry/types.ts";
@@ -49,7 +49,7 @@ export function firstPageLimit(scope: RequestScope): number {
     : Math.max(1, Math.floor((storagePageSize * batch) / streamChunkBytes));
 }
 
-/** Whether lists in this representation can be streamed (JSON and YAML; protobuf is sent whole). */
+/** Whether lists in this representation are streamed as text (JSON and YAML; protobuf: see list-protobuf.ts). */
 export function streamsList(r: Renderer): boolean {
   return listTextMediaType(r);
 }
@@ -71,7 +71,7 @@ function wholeList(t: ListText, pieces: readonly string[]): string {
 }
 
 /** Sends the headers of a streamed list (no Content-Length: chunked). */
-function beginList(scope: RequestScope, r: Renderer): ResponseStream {
+export function beginList(scope: RequestScope, r: Renderer): ResponseStream {
   const res = scope.res;
   res.statusCode = 200;
   res.setHeader("Content-Type", r.output.contentType);
@@ -81,18 +81,18 @@ function beginList(scope: RequestScope, r: Renderer): ResponseStream {
 }
 
 /** Ends a streamed list, or (when it failed part way) cuts its response, so the client sees it incomplete. */
-function endList(scope: RequestScope, stream: ResponseStream, complete: boolean): void {
+export function endList(scope: RequestScope, stream: ResponseStream, complete: boolean): void {
   if (complete && !stream.closed) scope.res.end();
   else if (!scope.res.destroyed) scope.res.destroy();
 }
 
 /** Parses entries' JSON back to objects (for representations other than the stored one). */
-function objectsOf(entries: readonly CacheEntry[]): KubeObject[] {
+export function objectsOf(entries: readonly CacheEntry[]): KubeObject[] {
   return entries.map((e) => JSON.parse(e.json) as KubeObject);
 }
 
 /** Entries from `at` whose JSON adds up to about `room` bytes (at least one). */
-function takeEntries(entries: readonly CacheEntry[], at: number, room: number): number {
+export function takeEntries(entries: readonly CacheEntry[], at: number, room: number): number {
   let to = at;
   let bytes = 0;
   while (to < entries.length && (to === at || bytes < room)) bytes += entries[to++].byteLength;

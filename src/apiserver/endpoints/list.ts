@@ -14,10 +14,23 @@ import {
   type StorageListResult,
 } from "../store/index.ts";
 import { listBatchBytes } from "../wire/list-text.ts";
-import { type Renderer, rawListJson, renderList, rendersRaw } from "../wire/render.ts";
+import type { ProtobufListEncoder } from "../wire/protobuf/index.ts";
+import {
+  listElements,
+  type Renderer,
+  rawListJson,
+  renderList,
+  rendersRaw,
+} from "../wire/render.ts";
 import { writeObject, writeRaw } from "../wire/response.ts";
 import type { RequestScope } from "./context.ts";
 import type { ListOptions } from "./list-options.ts";
+import {
+  listEncoder,
+  MeasuredItems,
+  writeCachedProtobufList,
+  writeMeasuredList,
+} from "./list-protobuf.ts";
 import { firstPageLimit, streamsList, writeCachedList, writePagedList } from "./list-stream.ts";
 
 /** The filter of a list or watch request. */
@@ -57,6 +70,11 @@ async function listFromCache(
     await writeCachedList(scope, r, entries, meta);
     return;
   }
+  const encoder = listEncoder(r);
+  if (encoder) {
+    await writeCachedProtobufList(scope, r, encoder, entries, meta);
+    return;
+  }
   writeList(
     scope,
     r,
@@ -91,12 +109,19 @@ async function listPagesFromStorage(
   );
 }
 
+/**
+ * Whether a list read from storage can be read twice alike (streamed pages, see
+ * listPageFromStorage): a token without the store's own position (after a 410) is
+ * continued by a scan whose page ends depend on how it is read: such a page is
+ * read whole.
+ */
+function readsAgain(opts: ListOptions): boolean {
+  return !opts.continue || decodeContinueToken(opts.continue).store !== undefined;
+}
+
 /** Whether a page of a paginated list can be streamed (see listPageFromStorage). */
 function streamsPage(r: Renderer, opts: ListOptions): boolean {
-  if (!streamsList(r)) return false;
-  // A token without the store's own position (after a 410) is continued by a scan
-  // whose page ends depend on how it is read: such a page is read whole.
-  return !opts.continue || decodeContinueToken(opts.continue).store !== undefined;
+  return streamsList(r) && readsAgain(opts);
 }
 
 /**
@@ -176,6 +201,70 @@ async function listPageFromStorage(
   );
 }
 
+/**
+ * Serves a protobuf list from storage, unpaginated or a page of a paginated one,
+ * in memory of about a chunk: as listPageFromStorage, read once to the end a
+ * storage page at a time, measuring every item's encoding (see list-protobuf.ts:
+ * the envelope's lengths come before the items) and keeping it while the items fit
+ * in a chunk; a list that fits is sent whole, a larger one is read again at the
+ * same revision from the same start, a chunk at a time, and streamed. An
+ * unpaginated list's first read is at the most recent revision (or not older than
+ * the one asked for), its second exactly at the first's.
+ */
+async function listProtobufFromStorage(
+  scope: RequestScope,
+  r: Renderer,
+  encoder: ProtobufListEncoder,
+  opts: ListOptions,
+  filter: ObjectFilter,
+): Promise<void> {
+  const chunk = scope.ctx.limits.streamChunkBytes;
+  const measured = new MeasuredItems(encoder, chunk);
+  const paginated = opts.limit > 0 || opts.continue !== undefined;
+  const page = await scope.store.list(opts, filter, false, paginated, (items) => {
+    measured.add(listElements(r, items));
+    // Other requests get their turns between storage pages (see listPageFromStorage).
+    return scope.ctx.output.slicer.take();
+  });
+  const meta = pageMeta(page);
+  const { resourceVersionMatch: _match, ...rest } = opts;
+  const again: ListOptions = opts.continue
+    ? { ...opts }
+    : { ...opts, resourceVersion: String(page.revision), resourceVersionMatch: "Exact" };
+  const limitFor = (room: number, left: number) =>
+    Math.min(left, scope.ctx.limits.storagePageSize, Math.ceil(room / measured.average));
+  let pending: KubeObject[] | null = null;
+  let token: string | undefined;
+  let sent = 0;
+  if (measured.kept === null) {
+    // Streamed: its first page is read again before anything is sent, so that its
+    // errors (a revision compacted meanwhile) are answered as statuses.
+    const first = await scope.store.list(
+      { ...again, limit: limitFor(chunk, measured.count) },
+      filter,
+      false,
+      false,
+    );
+    pending = first.items;
+    token = first.continue;
+    sent = first.items.length;
+  }
+  await writeMeasuredList(scope, r, meta, measured, async (room) => {
+    if (pending !== null) {
+      const items = pending;
+      pending = null;
+      return listElements(r, items);
+    }
+    const left = measured.count - sent;
+    if (left <= 0 || token === undefined) return null;
+    const read = { ...rest, limit: limitFor(room, left), continue: token, resourceVersion: "" };
+    const next = await scope.store.list(read, filter, false, false);
+    token = next.continue;
+    sent += next.items.length;
+    return listElements(r, next.items);
+  });
+}
+
 /** The metadata of a list read from storage. */
 function pageMeta(page: StorageListResult): ListMeta {
   const meta: ListMeta = { resourceVersion: String(page.revision) };
@@ -190,6 +279,11 @@ export async function listResource(scope: RequestScope, opts: ListOptions): Prom
   const filter = filterFor(scope, opts);
   if (opts.resourceVersion === "0" && !opts.continue) {
     await listFromCache(scope, r, filter);
+    return;
+  }
+  const encoder = listEncoder(r);
+  if (encoder && readsAgain(opts)) {
+    await listProtobufFromStorage(scope, r, encoder, opts, filter);
     return;
   }
   const raw = sendsRaw(scope, filter);

@@ -10,7 +10,9 @@
  *   decoded object they carry `metadata: {}`.
  * - Responses: objects, lists (`<Kind>List`), Status and
  *   PartialObjectMetadata(List) encode as kube-apiserver writes them
- *   (from-json.ts); watch events are length-prefixed WatchEvent messages whose
+ *   (from-json.ts); a list can also be written in parts (protobufListEncoder:
+ *   its items measured first, then the envelope, then the items a batch at a
+ *   time, for streaming it); watch events are length-prefixed WatchEvent messages whose
  *   object is such an envelope (Content-Type `...protobuf;stream=watch`).
  *
  * The messages (messages.ts) are the hand-written .proto files of this folder and
@@ -19,8 +21,8 @@
  */
 import type { KubeObject } from "@setpoint/api";
 import { errors } from "@setpoint/api";
-import type { Type } from "protobufjs";
-import { encodeMessage } from "./from-json.ts";
+import protobuf, { type Type, type Writer } from "protobufjs";
+import { encodeMessage, writeMessageBody } from "./from-json.ts";
 import { listMessageOf, META, messageForKind, protobufType } from "./messages.ts";
 import { DecodeError, messageJson } from "./to-json.ts";
 
@@ -157,6 +159,98 @@ export function encodeProtobufObject(obj: unknown): Buffer | undefined {
   const type = responseMessage(apiVersion, kind);
   if (!type) return undefined;
   return Buffer.concat([PROTOBUF_MAGIC, envelope(apiVersion, kind, encodeMessage(type, obj))]);
+}
+
+/** The bytes a protobuf Writer made, as a Buffer (a view, not a copy). */
+function bytesOf(w: Writer): Buffer {
+  const b = w.finish();
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/**
+ * A list written in parts, the same bytes as encodeProtobufObject writes for the
+ * whole list: `head`, then the items' fields (`item`, `items`, in order), then
+ * `tail`. The envelope and the list message carry lengths before the items, so
+ * the head needs the items' bytes in all: they are measured first (`itemSize`,
+ * which keeps no bytes). The list message's items are its last field, so nothing
+ * of the list comes after them.
+ */
+export interface ProtobufListEncoder {
+  /** The field `item` takes in the list (tag, length and message). */
+  item(item: unknown): Buffer;
+  /** The bytes `item` would take (see `item`), without keeping them. */
+  itemSize(item: unknown): number;
+  /** The fields of `items`, in order, in one buffer. */
+  items(items: readonly unknown[]): Buffer;
+  /**
+   * What comes before the items of `list` (its apiVersion, kind and metadata; its
+   * items are not looked at) when they take `itemsBytes` in all: the magic, the
+   * envelope up to the list message's bytes, and the list's own fields.
+   */
+  head(list: object, itemsBytes: number): Buffer;
+  /** What comes after the items: the rest of the envelope. */
+  tail: Buffer;
+}
+
+/** Protobuf's wire type of a length-delimited field. */
+const LENGTH_DELIMITED = 2;
+
+/**
+ * How lists of `apiVersion` and `kind` (a `<Kind>List`, PartialObjectMetadataList)
+ * are written in parts; undefined when they have no protobuf encoding.
+ */
+export function protobufListEncoder(
+  apiVersion: string,
+  kind: string,
+): ProtobufListEncoder | undefined {
+  const type = responseMessage(apiVersion, kind);
+  const field = type?.fields.items;
+  const itemType = field?.resolvedType;
+  if (!type || !field?.repeated || !itemType || !("fieldsArray" in itemType)) {
+    return undefined;
+  }
+  if (type.fieldsArray.some((f) => f.id > field.id)) return undefined;
+  const itemTag = (field.id << 3) | LENGTH_DELIMITED;
+  const rawTag = (unknownType().fields.raw.id << 3) | LENGTH_DELIMITED;
+  const write = (w: Writer, item: unknown) => {
+    w.uint32(itemTag).fork();
+    writeMessageBody(w, itemType as Type, item);
+    w.ldelim();
+  };
+  // The envelope around no bytes: its type meta, the raw field (tag, zero length), the rest.
+  const typeMeta = Buffer.from(unknownType().encode({ typeMeta: { apiVersion, kind } }).finish());
+  const empty = Buffer.from(envelope(apiVersion, kind, new Uint8Array()));
+  const at = typeMeta.length;
+  if (!empty.subarray(0, at).equals(typeMeta) || empty[at] !== rawTag || empty[at + 1] !== 0) {
+    throw new Error("protobuf: the envelope does not have its raw bytes after its type meta");
+  }
+  const tail = Buffer.from(empty.subarray(at + 2));
+  return {
+    item(item) {
+      const w = protobuf.Writer.create();
+      write(w, item);
+      return bytesOf(w);
+    },
+    itemSize(item) {
+      const w = protobuf.Writer.create();
+      write(w, item);
+      return w.len;
+    },
+    items(items) {
+      const w = protobuf.Writer.create();
+      for (const item of items) write(w, item);
+      return bytesOf(w);
+    },
+    head(list, itemsBytes) {
+      const { items: _items, ...rest } = list as Record<string, unknown>;
+      const own = encodeMessage(type, rest);
+      const w = protobuf.Writer.create()
+        .uint32(rawTag)
+        .uint32(own.length + itemsBytes);
+      return Buffer.concat([PROTOBUF_MAGIC, typeMeta, bytesOf(w), own]);
+    },
+    tail,
+  };
 }
 
 /**
