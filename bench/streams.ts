@@ -13,6 +13,8 @@
  * - 10 concurrent paginated lists whose one page is the whole collection
  *   (`limit=1000000`), each repeated;
  * - 3 concurrent full lists in YAML, each repeated;
+ * - 3 concurrent full lists in protobuf (consistent, from storage), each repeated;
+ * - 3 concurrent protobuf lists from the watch cache (`resourceVersion=0`), each repeated;
  * - 3 clients each opening a `sendInitialEvents=true` watch from a
  *   resourceVersion the ConfigMaps' watch cache has not seen (a Secret's), whose
  *   initial state is read from storage, reading it to its bookmark, again and again.
@@ -24,7 +26,7 @@
  * Environment:
  *   BENCH_STREAM_OBJECTS   objects stored (default 100000)
  *   BENCH_STREAM_MS        length of each phase (default 8000)
- *   BENCH_STREAM_PHASES    comma list of watchers,lists,tables,pages,yaml,initial (default all)
+ *   BENCH_STREAM_PHASES    comma list of watchers,lists,tables,pages,yaml,protobuf,protobuf-cache,initial (default all)
  */
 
 import { fork } from "node:child_process";
@@ -40,7 +42,10 @@ import { now, percentile, Samples } from "./lib/timing.ts";
 const OBJECTS = Number(process.env.BENCH_STREAM_OBJECTS ?? 100_000);
 const PHASE_MS = Number(process.env.BENCH_STREAM_MS ?? 8000);
 const PHASES = new Set(
-  (process.env.BENCH_STREAM_PHASES ?? "watchers,lists,tables,pages,yaml,initial")
+  (
+    process.env.BENCH_STREAM_PHASES ??
+    "watchers,lists,tables,pages,yaml,protobuf,protobuf-cache,initial"
+  )
     .split(",")
     .map((p) => p.trim()),
 );
@@ -51,6 +56,8 @@ const LISTS = 10;
 const TABLES = 3;
 const PAGES = 10;
 const YAMLS = 3;
+const PROTOBUFS = 3;
+const PROTOBUF = "application/vnd.kubernetes.protobuf";
 const INITIALS = 3;
 /** Goal (issue 11): no attack raises the plain GET's p99 above this. */
 const GOAL_P99_MS = 100;
@@ -350,6 +357,14 @@ async function main(): Promise<void> {
         `${PATH}?limit=1000000`,
       ),
       listers("yaml", YAMLS, "application/yaml", `${YAMLS} concurrent YAML lists`),
+      listers("protobuf", PROTOBUFS, PROTOBUF, `${PROTOBUFS} concurrent protobuf lists`),
+      listers(
+        "protobuf-cache",
+        PROTOBUFS,
+        PROTOBUF,
+        `${PROTOBUFS} concurrent protobuf lists from the watch cache`,
+        `${PATH}?resourceVersion=0`,
+      ),
       initials,
     ].filter((a) => PHASES.has(a.name));
     for (const attack of attacks) {
