@@ -1,7 +1,7 @@
 /**
- * Streamed paginated lists, YAML lists and initial events read from storage: the
- * bytes are those of the whole rendering, and a large response is written a chunk
- * at a time with backpressure. The reference for "the whole rendering" is a second
+ * Streamed paginated lists, YAML lists, protobuf lists and initial events read
+ * from storage: the bytes are those of the whole rendering, and a large response
+ * is written a chunk at a time with backpressure. The reference for "the whole rendering" is a second
  * apiserver on the same storage whose limits make every list whole (one storage
  * read per page, no chunk limit), and for YAML also the YAML serializer applied to
  * the JSON list. Small limits make a thousand objects "large"; assertions are on
