@@ -389,6 +389,14 @@ async function main(): Promise<void> {
     );
     return ready.length >= NODES ? true : undefined;
   });
+  // Every node's Lease made, so that only their renewals (the steady load) fall in the window.
+  await until(`${NODES} node Leases`, async () => {
+    const leases = await client.list<KubeObject>(
+      { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+      { namespace: "kube-node-lease" },
+    );
+    return leases.items.length >= NODES ? true : undefined;
+  });
 
   // A Deployment from create to all available.
   await client.create({ ...NS_KIND, metadata: { name: "bench" } });
