@@ -5,6 +5,7 @@ import {
   decodeStored,
   encodeObject,
   MIN_SPLICED_FIELDS_JSON,
+  metadataText,
   storedWithRevision,
 } from "../../src/apiserver/wire/index.ts";
 
@@ -98,6 +99,35 @@ describe("storedWithRevision", () => {
     expect(storedWithRevision('{"kind":"a\\"b}","metadata":{"name":"}{\\""},"x":1}', 5)).toBe(
       '{"kind":"a\\"b}","metadata":{"name":"}{\\"","resourceVersion":"5"},"x":1}',
     );
+  });
+});
+
+describe("metadataText", () => {
+  it("is the metadata's JSON, as serializing the decoded metadata gives it (property)", () => {
+    fc.assert(
+      fc.property(objects, fc.nat(), (obj, revision) => {
+        const json = encodeObject(obj).withRevision(revision);
+        const decoded = decodeStored({ value: encodeObject(obj).stored, modRevision: revision });
+        expect(metadataText(json)).toBe(JSON.stringify(decoded.metadata));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("declines JSON of another layout", () => {
+    for (const json of [
+      '{"spec":{},"metadata":{}}',
+      '{"apiVersion":1,"metadata":{}}',
+      '{"apiVersion":"v1","metadata":[]}',
+      '{"apiVersion":"v1","metadata":{"name":"x"',
+      '{"apiVersion":"v1"}',
+      "",
+    ]) {
+      expect(metadataText(json), json).toBeUndefined();
+    }
+    expect(
+      metadataText('{"kind":"a\\"b}","metadata":{"name":"}{\\"","resourceVersion":"5"},"x":1}'),
+    ).toBe('{"name":"}{\\"","resourceVersion":"5"}');
   });
 });
 

@@ -193,6 +193,42 @@ describe("watchers alike, over HTTP", () => {
     for (const w of [...all, ...teamA, teamB, partial, byName]) w.close();
   });
 
+  it("send metadata-only watchers each object's metadata exactly as it is stored", async () => {
+    await h.namespace("meta");
+    const M = "/api/v1/namespaces/meta/configmaps";
+    const start = (await h.get(M)).body.metadata.resourceVersion as string;
+    const from = `watch=1&resourceVersion=${start}`;
+    const full = await openWatch(h, `${M}?${from}`);
+    const partial = await openWatch(h, `${M}?${from}`, {
+      accept: "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+    });
+    const labels = { "1": "digit-key", team: "a" };
+    const annotations = { quote: 'a"}{\\', accent: "\u00e9" };
+    const created = await h.post(M, configMap("meta1", { k: "v" }, { labels, annotations }));
+    expect(created.status).toBe(201);
+    const patched = await h.patch(
+      `${M}/meta1?fieldManager=other`,
+      { metadata: { annotations: { "note/x": "x\u2028y", "2": "" } }, data: { more: "z" } },
+      "application/merge-patch+json",
+    );
+    expect(patched.status).toBe(200);
+    expect((await h.del(`${M}/meta1`)).status).toBe(200);
+    await full.waitForCount(3);
+    await partial.waitForCount(3);
+    expect(partial.events.map((e) => e.type)).toEqual(["ADDED", "MODIFIED", "DELETED"]);
+    for (let i = 0; i < 3; i++) {
+      expect(partial.events[i].type).toBe(full.events[i].type);
+      expect(partial.events[i].object).toEqual({
+        kind: "PartialObjectMetadata",
+        apiVersion: "meta.k8s.io/v1",
+        metadata: full.events[i].object.metadata,
+      });
+    }
+    expect(partial.events[1].object.metadata).toEqual(patched.body.metadata);
+    full.close();
+    partial.close();
+  });
+
   it("starts a watch in the middle of a burst without repeating or losing events", async () => {
     await h.namespace("burst");
     const B = "/api/v1/namespaces/burst/configmaps";

@@ -42,7 +42,7 @@ import {
   textChunks,
   writeChunk,
 } from "../streaming/index.ts";
-import { convertToVersion, parseResourceVersion } from "../wire/codec.ts";
+import { convertToVersion, metadataText, parseResourceVersion } from "../wire/codec.ts";
 import { encodeProtobufWatchEvent } from "../wire/protobuf/index.ts";
 import { partialMetadata, type Renderer, tableOf } from "../wire/render.ts";
 import { setWarnings } from "../wire/response.ts";
@@ -72,6 +72,11 @@ const LINES = { head: "", tail: "", separator: "", before: "", after: "" };
  */
 class EventRenderer {
   readonly raw: boolean;
+  /**
+   * JSON PartialObjectMetadata: the head of an event's object up to its
+   * metadata, which is the metadata's text in the event's JSON (see #partialLine).
+   */
+  readonly #partialHead: string | undefined;
   readonly table: boolean;
   readonly protobuf: boolean;
   /** How lines are turned into bytes. */
@@ -86,6 +91,10 @@ class EventRenderer {
     this.raw =
       !this.protobuf && r.output.kind === "object" && r.version.name === storageVersion(r.def).name;
     this.table = r.output.kind === "table";
+    this.#partialHead =
+      !this.protobuf && r.output.kind === "partial"
+        ? `"object":${JSON.stringify(partialMetadata({ metadata: {} } as KubeObject, r.output.metaVersion ?? "v1")).slice(0, -3)}`
+        : undefined;
     this.key = `${this.protobuf ? "pb:" : ""}${r.output.kind}:${r.output.metaVersion ?? ""}:${r.version.name}:${r.includeObject}`;
     for (const type of EVENT_TYPES) {
       for (const side of ["cur", "prev"]) {
@@ -124,6 +133,19 @@ class EventRenderer {
     return this.line(type, JSON.parse(e.json) as KubeObject, noHeaders);
   }
 
+  /**
+   * The JSON line of a PartialObjectMetadata event about an event's new state:
+   * the metadata's text in the event's JSON as it is, not parsed with the rest of
+   * the object and serialized again (the same JSON). Undefined for other
+   * representations, and for JSON not laid out as storage writes it.
+   */
+  #partialLine(type: EventType, ev: CacheEvent): string | undefined {
+    if (this.#partialHead === undefined) return undefined;
+    const metadata = metadataText(ev.json("cur"));
+    if (metadata === undefined) return undefined;
+    return `{"type":"${type}",${this.#partialHead}${metadata}}}\n`;
+  }
+
   /** The line for one side of a cache event (computed once per event and representation). */
   eventLine(ev: CacheEvent, type: EventType, side: EventSide, noHeaders: boolean): string {
     const index =
@@ -135,7 +157,8 @@ class EventRenderer {
     if (line === undefined) {
       line = this.raw
         ? `{"type":"${type}","object":${ev.json(side)}}\n`
-        : this.line(type, side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders);
+        : ((side === "cur" ? this.#partialLine(type, ev) : undefined) ??
+          this.line(type, side === "cur" ? ev.curObject() : ev.prevObject(), noHeaders));
       ev.keepRendering(key, line);
     }
     return line;

@@ -262,37 +262,39 @@ function skipString(json: string, i: number): number {
 }
 
 /**
- * A stored object's JSON with metadata.resourceVersion set to `revision`, made by
- * inserting it into the text (no parse, no new serialization): what decodeStored
- * then JSON.stringify would give, up to member order. Only for JSON laid out as
- * encodeObject writes it (string members, then metadata, an object without a
- * resourceVersion); undefined for anything else, which the caller decodes instead.
+ * Where the metadata object is in JSON laid out as encodeObject writes it (string
+ * members, then metadata, an object): the index of its opening brace, of its
+ * closing brace, and whether it has a resourceVersion member. Undefined for JSON
+ * laid out otherwise.
  */
-export function storedWithRevision(stored: string, revision: number): string | undefined {
-  if (stored.charCodeAt(0) !== 0x7b) return undefined; // {
+function metadataSpan(
+  json: string,
+): { open: number; close: number; hasResourceVersion: boolean } | undefined {
+  if (json.charCodeAt(0) !== 0x7b) return undefined; // {
   let i = 1;
   for (;;) {
-    if (stored.charCodeAt(i) !== 0x22) return undefined;
-    const keyEnd = skipString(stored, i);
-    if (keyEnd < 0 || stored.charCodeAt(keyEnd) !== 0x3a) return undefined; // :
-    const key = stored.slice(i, keyEnd);
+    if (json.charCodeAt(i) !== 0x22) return undefined;
+    const keyEnd = skipString(json, i);
+    if (keyEnd < 0 || json.charCodeAt(keyEnd) !== 0x3a) return undefined; // :
+    const key = json.slice(i, keyEnd);
     i = keyEnd + 1;
     if (key === '"metadata"') break;
     // apiVersion and kind: a string, then a comma.
-    if (stored.charCodeAt(i) !== 0x22) return undefined;
-    i = skipString(stored, i);
-    if (i < 0 || stored.charCodeAt(i) !== 0x2c) return undefined;
+    if (json.charCodeAt(i) !== 0x22) return undefined;
+    i = skipString(json, i);
+    if (i < 0 || json.charCodeAt(i) !== 0x2c) return undefined;
     i++;
   }
-  if (stored.charCodeAt(i) !== 0x7b) return undefined;
+  if (json.charCodeAt(i) !== 0x7b) return undefined;
   const open = i;
   let depth = 0;
-  for (; i < stored.length; i++) {
-    const c = stored.charCodeAt(i);
+  let hasResourceVersion = false;
+  for (; i < json.length; i++) {
+    const c = json.charCodeAt(i);
     if (c === 0x22) {
-      const end = skipString(stored, i);
+      const end = skipString(json, i);
       if (end < 0) return undefined;
-      if (depth === 1 && stored.startsWith('"resourceVersion"', i)) return undefined;
+      if (depth === 1 && json.startsWith('"resourceVersion"', i)) hasResourceVersion = true;
       i = end - 1;
     } else if (c === 0x7b || c === 0x5b) depth++;
     else if (c === 0x7d || c === 0x5d) {
@@ -301,9 +303,32 @@ export function storedWithRevision(stored: string, revision: number): string | u
     }
   }
   if (depth !== 0) return undefined;
+  return { open, close: i, hasResourceVersion };
+}
+
+/**
+ * A stored object's JSON with metadata.resourceVersion set to `revision`, made by
+ * inserting it into the text (no parse, no new serialization): what decodeStored
+ * then JSON.stringify would give, up to member order. Only for JSON laid out as
+ * encodeObject writes it (string members, then metadata, an object without a
+ * resourceVersion); undefined for anything else, which the caller decodes instead.
+ */
+export function storedWithRevision(stored: string, revision: number): string | undefined {
+  const span = metadataSpan(stored);
+  if (span === undefined || span.hasResourceVersion) return undefined;
   const rv = `"resourceVersion":${JSON.stringify(String(revision))}`;
-  const empty = i === open + 1;
-  return [stored.slice(0, i), empty ? rv : `,${rv}`, stored.slice(i)].join("");
+  const empty = span.close === span.open + 1;
+  return [stored.slice(0, span.close), empty ? rv : `,${rv}`, stored.slice(span.close)].join("");
+}
+
+/**
+ * The text of an object's metadata in its JSON, when the JSON is laid out as
+ * encodeObject writes it (string members, then metadata): the metadata's own
+ * text, without parsing the rest of the object. Undefined for anything else.
+ */
+export function metadataText(json: string): string | undefined {
+  const span = metadataSpan(json);
+  return span === undefined ? undefined : json.slice(span.open, span.close + 1);
 }
 
 /**
