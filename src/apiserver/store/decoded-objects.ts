@@ -51,6 +51,19 @@ export class DecodedObjects {
   }
 
   /**
+   * A private copy of the newest object kept at `key` (completed with `onRead`)
+   * and the revision it was kept at, if any. Storage may have moved past that
+   * revision since: the caller must check it (a write that expects it does).
+   */
+  latest(key: string, onRead: ReadHook): { revision: number; obj: KubeObject } | undefined {
+    const e = this.#entries.get(key);
+    if (!e || e.onRead !== onRead) return undefined;
+    this.#entries.delete(key);
+    this.#entries.set(key, e);
+    return { revision: e.revision, obj: deepClone(e.obj) };
+  }
+
+  /**
    * Keeps `obj` as the object at `key` and `revision` (completed with `onRead`),
    * whose stored JSON is `size` long; an object larger than the byte bound is
    * not kept. It is kept as is: the caller must not modify it afterwards.

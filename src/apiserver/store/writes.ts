@@ -123,10 +123,27 @@ export async function storeCreate(
   }
 }
 
+/** Whether `key` is still stored at `revision` (a kept copy's revision is current). */
+async function storedAt(ctx: StoreContext, key: string, revision: number): Promise<boolean> {
+  try {
+    return (await ctx.services.store.get(key))?.modRevision === revision;
+  } catch (err) {
+    throw statusFromStorage(err, ctx.subject);
+  }
+}
+
 /**
  * Reads `key`, asks `decide` what to do with the current object (null when absent),
  * and does it; repeats when storage reports that the object changed in between.
  * `decide` gets a private copy it may modify, and throws to refuse.
+ *
+ * The first attempt starts from the copy of `key` kept from its last write or
+ * read through this server, when there is one, without reading storage: the
+ * write expects the copy's revision, so a copy that is no longer current fails
+ * the compare-and-swap and the update starts again from a read (without that
+ * attempt counting against the retries). An answer that writes nothing (a
+ * refusal, or nothing to change) holds only when storage is still at the copy's
+ * revision, which is then read to tell.
  */
 export async function guaranteedUpdate(
   ctx: StoreContext,
@@ -136,24 +153,51 @@ export async function guaranteedUpdate(
 ): Promise<WriteOutcome> {
   const { store, limits } = ctx.services;
   let lastError: StatusError | null = null;
+  let fromKept = !dryRun;
   for (let attempt = 0; attempt <= limits.maxConflictRetries; attempt++) {
-    let kv: Awaited<ReturnType<typeof store.get>>;
-    try {
-      kv = await store.get(key);
-    } catch (err) {
-      throw statusFromStorage(err, ctx.subject);
+    const kept = fromKept ? ctx.services.decoded.latest(key, ctx.def.strategy.onRead) : undefined;
+    fromKept = false;
+    let current: KubeObject | null;
+    /** The revision the write expects (the current object's). */
+    let revision = 0;
+    if (kept) {
+      current = kept.obj;
+      revision = kept.revision;
+    } else {
+      let kv: Awaited<ReturnType<typeof store.get>>;
+      try {
+        kv = await store.get(key);
+      } catch (err) {
+        throw statusFromStorage(err, ctx.subject);
+      }
+      current = kv ? currentObject(ctx, key, kv) : null;
+      if (kv) revision = kv.modRevision;
     }
-    const current = kv ? currentObject(ctx, key, kv) : null;
-    const decision = await decide(current);
-    const claims =
-      decision.action === "create" || decision.action === "update"
-        ? await allocateClaims(ctx, key, decision.obj, current ?? undefined, dryRun)
-        : undefined;
+    let decision: WriteDecision;
+    let claims: Awaited<ReturnType<typeof allocateClaims>> | undefined;
+    try {
+      decision = await decide(current);
+      claims =
+        decision.action === "create" || decision.action === "update"
+          ? await allocateClaims(ctx, key, decision.obj, current ?? undefined, dryRun)
+          : undefined;
+    } catch (err) {
+      // A refusal of a copy that is no longer current is decided again on a read.
+      if (kept && !(await storedAt(ctx, key, revision))) {
+        attempt--;
+        continue;
+      }
+      throw err;
+    }
     if (dryRun) return { obj: decision.obj, action: decision.action };
     let outcome: WriteOutcome;
     try {
       switch (decision.action) {
         case "noop":
+          if (kept && !(await storedAt(ctx, key, revision))) {
+            attempt--;
+            continue;
+          }
           return { obj: decision.obj, action: "noop" };
         case "create": {
           const encoded = announceWrite(ctx, key, decision.obj);
@@ -164,14 +208,14 @@ export async function guaranteedUpdate(
         }
         case "update": {
           const encoded = announceWrite(ctx, key, decision.obj);
-          const rev = await store.update(key, encoded.stored, kv!.modRevision);
+          const rev = await store.update(key, encoded.stored, revision);
           outcome = { obj: written(ctx, key, decision.obj, encoded, rev, true), action: "update" };
           break;
         }
         case "delete": {
           ctx.services.decoded.delete(key);
           // Answered with the object as it was last stored, as Kubernetes does.
-          await store.delete(key, kv!.modRevision);
+          await store.delete(key, revision);
           outcome = { obj: decision.obj, action: "delete" };
           break;
         }
@@ -183,7 +227,8 @@ export async function guaranteedUpdate(
         err instanceof NotFoundError ||
         err instanceof AlreadyExistsError
       ) {
-        lastError = conflictError(ctx.subject);
+        if (kept) attempt--;
+        else lastError = conflictError(ctx.subject);
         continue;
       }
       throw statusFromStorage(err, ctx.subject);
