@@ -15,6 +15,20 @@ describe("DecodedObjects", () => {
     expect(kept.get("/a", 5, () => {})).toBeUndefined();
   });
 
+  it("gives the newest object kept at a key, as a private copy, with its revision", () => {
+    const kept = new DecodedObjects();
+    expect(kept.latest("/a", undefined)).toBeUndefined();
+    kept.set("/a", 5, obj("a"), undefined, 10);
+    kept.set("/a", 7, obj("a7"), undefined, 10);
+    const newest = kept.latest("/a", undefined);
+    expect(newest).toEqual({ revision: 7, obj: obj("a7") });
+    if (newest) newest.obj.metadata.name = "changed";
+    expect(kept.latest("/a", undefined)?.obj).toEqual(obj("a7"));
+    expect(kept.latest("/a", () => {})).toBeUndefined();
+    kept.delete("/a");
+    expect(kept.latest("/a", undefined)).toBeUndefined();
+  });
+
   it("forgets the least recently used objects past the byte bound", () => {
     const kept = new DecodedObjects(100, 1_000);
     kept.set("/a", 1, obj("a"), undefined, 400);
