@@ -188,6 +188,35 @@ const watchers: Attack = {
   },
 };
 
+/**
+ * Runs `once` in `count` loops until the returned function is called, counting the
+ * runs that succeeded and those that failed (false or thrown); that function waits
+ * for the loops to end and gives the counts.
+ */
+function repeat(
+  count: number,
+  once: () => Promise<boolean>,
+): () => Promise<{ done: number; failed: number }> {
+  let stop = false;
+  let done = 0;
+  let failed = 0;
+  const loops = Array.from({ length: count }, async () => {
+    while (!stop) {
+      try {
+        if (await once()) done++;
+        else failed++;
+      } catch {
+        failed++;
+      }
+    }
+  });
+  return async () => {
+    stop = true;
+    await Promise.all(loops);
+    return { done, failed };
+  };
+}
+
 /** `count` clients each listing the whole collection again and again (reading it all). */
 function listers(name: string, count: number, accept: string, metric: string, path = PATH): Attack {
   return {
@@ -195,28 +224,16 @@ function listers(name: string, count: number, accept: string, metric: string, pa
     metric,
     start(server) {
       const client = new HttpClient(server.url, { ca: server.ca, sockets: count });
-      let stop = false;
-      let lists = 0;
       let bytes = 0;
-      let failed = 0;
-      const loops = Array.from({ length: count }, async () => {
-        while (!stop) {
-          try {
-            const r = await sendAccept(client, accept, path);
-            if (r.code === 200) {
-              lists++;
-              bytes += r.bytes;
-            } else failed++;
-          } catch {
-            failed++;
-          }
-        }
+      const stop = repeat(count, async () => {
+        const r = await sendAccept(client, accept, path);
+        if (r.code === 200) bytes += r.bytes;
+        return r.code === 200;
       });
       return async () => {
-        stop = true;
-        await Promise.all(loops);
+        const { done, failed } = await stop();
         client.close();
-        return `${lists} lists completed (${(bytes / MIB).toFixed(0)} MiB read), ${failed} failed`;
+        return `${done} lists completed (${(bytes / MIB).toFixed(0)} MiB read), ${failed} failed`;
       };
     },
   };
@@ -262,33 +279,21 @@ const initials: Attack = {
   metric: `${INITIALS} sendInitialEvents watches read from storage`,
   start(server) {
     const client = new HttpClient(server.url, { ca: server.ca, sockets: INITIALS * 2 });
-    let stop = false;
-    let watches = 0;
-    let failed = 0;
     let n = 0;
-    const loops = Array.from({ length: INITIALS }, async () => {
-      while (!stop) {
-        try {
-          const s = await client.send(
-            "POST",
-            `/api/v1/namespaces/${NS}/secrets`,
-            JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: `i-${n++}` } }),
-          );
-          const rv = JSON.parse(s.body.toString()).metadata.resourceVersion;
-          const ok = await initialEvents(
-            client,
-            `${PATH}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${rv}`,
-          );
-          if (ok) watches++;
-          else failed++;
-        } catch {
-          failed++;
-        }
-      }
+    const stop = repeat(INITIALS, async () => {
+      const s = await client.send(
+        "POST",
+        `/api/v1/namespaces/${NS}/secrets`,
+        JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: `i-${n++}` } }),
+      );
+      const rv = JSON.parse(s.body.toString()).metadata.resourceVersion;
+      return initialEvents(
+        client,
+        `${PATH}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${rv}`,
+      );
     });
     return async () => {
-      stop = true;
-      await Promise.all(loops);
+      const { done: watches, failed } = await stop();
       client.close();
       return `${watches} initial states read to their bookmark, ${failed} failed`;
     };
