@@ -198,6 +198,36 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
     await h?.close();
   });
 
+  /**
+   * Sends each request on a connection of its own that then reads nothing, and
+   * waits until the server has them all.
+   */
+  async function sendUnread(requests: { path: string; accept?: string }[]): Promise<void> {
+    const before = unixRequests;
+    for (const { path, accept } of requests) {
+      const c = net.connect(socketPath);
+      c.on("error", () => {});
+      clients.push(c);
+      c.pause();
+      const headers = accept ? `Accept: ${accept}\r\n` : "";
+      c.write(`GET ${path} HTTP/1.1\r\nHost: setpoint\r\n${headers}\r\n`);
+    }
+    await eventually(() => unixRequests === before + requests.length, 10_000);
+  }
+
+  /** Reads the output budget's stats, keeping the most bytes in flight seen (`highest()`). */
+  function budgetSampler() {
+    let highest = 0;
+    return {
+      sample: () => {
+        const stats = h.handler.outputStats();
+        highest = Math.max(highest, stats.inFlight);
+        return stats;
+      },
+      highest: () => highest,
+    };
+  }
+
   const tcp = () => net.connect(port, "127.0.0.1");
   const wholeTcp = () => net.connect(Number(new URL(whole.url).port), "127.0.0.1");
 
@@ -412,22 +442,9 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
 
   it("keeps clients that do not read a large protobuf list within the budget, and cuts them off", async () => {
     await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
-    const before = unixRequests;
     const paths = [`${P}?resourceVersion=0`, P, `${P}?limit=100000&labelSelector=half%3Dyes`];
-    for (const path of paths) {
-      const c = net.connect(socketPath);
-      c.on("error", () => {});
-      clients.push(c);
-      c.pause();
-      c.write(`GET ${path} HTTP/1.1\r\nHost: setpoint\r\nAccept: ${PB}\r\n\r\n`);
-    }
-    await eventually(() => unixRequests === before + paths.length, 10_000);
-    let highest = 0;
-    const sample = () => {
-      const s = h.handler.outputStats();
-      highest = Math.max(highest, s.inFlight);
-      return s;
-    };
+    await sendUnread(paths.map((path) => ({ path, accept: PB })));
+    const { sample, highest } = budgetSampler();
     await eventually(() => sample().inFlight > 0, 10_000);
     // Others are served meanwhile, a protobuf list among them.
     expect((await h.get(`${P}/cm-00007`)).status).toBe(200);
@@ -436,31 +453,19 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
     expect(decodeProtobufResponse(other.body).items).toHaveLength(1000);
     sample();
     await eventually(() => sample().inFlight === 0, 20_000);
-    expect(highest).toBeLessThanOrEqual(bound(paths.length + 1));
+    expect(highest()).toBeLessThanOrEqual(bound(paths.length + 1));
     expect(h.handler.outputStats().peak).toBeLessThanOrEqual(bound(paths.length + 1));
   });
 
   it("keeps a client that does not read a large page within the budget, and cuts it off", async () => {
     await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
-    const before = unixRequests;
     const stuck = 3;
-    for (let i = 0; i < stuck; i++) {
-      const c = net.connect(socketPath);
-      c.on("error", () => {});
-      clients.push(c);
-      c.pause();
-      const accept = i === 0 ? YAML : JSON_TYPE;
-      c.write(
-        `GET ${P}?limit=100000${i === 2 ? "&labelSelector=half%3Dyes" : ""} HTTP/1.1\r\nHost: setpoint\r\nAccept: ${accept}\r\n\r\n`,
-      );
-    }
-    await eventually(() => unixRequests === before + stuck, 10_000);
-    let highest = 0;
-    const sample = () => {
-      const s = h.handler.outputStats();
-      highest = Math.max(highest, s.inFlight);
-      return s;
-    };
+    await sendUnread([
+      { path: `${P}?limit=100000`, accept: YAML },
+      { path: `${P}?limit=100000`, accept: JSON_TYPE },
+      { path: `${P}?limit=100000&labelSelector=half%3Dyes`, accept: JSON_TYPE },
+    ]);
+    const { sample, highest } = budgetSampler();
     // Their responses are streamed: what their sockets did not take is held in the budget.
     await eventually(() => sample().inFlight > 0, 10_000);
     // Others are served meanwhile.
@@ -471,7 +476,7 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
     // Each holds what its socket did not take, within the budget, until it is cut off
     // for taking nothing for the stall time: then what it held goes back.
     await eventually(() => sample().inFlight === 0, 20_000);
-    expect(highest).toBeLessThanOrEqual(bound(stuck + 1));
+    expect(highest()).toBeLessThanOrEqual(bound(stuck + 1));
     expect(h.handler.outputStats().peak).toBeLessThanOrEqual(bound(stuck + 1));
   });
 
@@ -556,19 +561,8 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
     await eventually(() => h.handler.openWatches() === 0, 10_000);
     await eventually(() => h.handler.outputStats().inFlight === 0, 10_000);
     const rv = await otherTypeRevision("stuck");
-    const before = unixRequests;
-    const c = net.connect(socketPath);
-    c.on("error", () => {});
-    clients.push(c);
-    c.pause();
-    c.write(`GET ${initialFrom(rv)} HTTP/1.1\r\nHost: setpoint\r\n\r\n`);
-    await eventually(() => unixRequests === before + 1, 10_000);
-    let highest = 0;
-    const sample = () => {
-      const s = h.handler.outputStats();
-      highest = Math.max(highest, s.inFlight);
-      return s;
-    };
+    await sendUnread([{ path: initialFrom(rv) }]);
+    const { sample, highest } = budgetSampler();
     await eventually(() => {
       sample();
       return h.handler.openWatches() === 1;
@@ -582,6 +576,6 @@ describe("streamed pages, YAML lists and initial events from storage", () => {
       return h.handler.openWatches() === 0;
     }, 20_000);
     await eventually(() => sample().inFlight === 0, 10_000);
-    expect(highest).toBeLessThanOrEqual(bound(1));
+    expect(highest()).toBeLessThanOrEqual(bound(1));
   });
 });
