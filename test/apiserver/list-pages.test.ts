@@ -5,52 +5,33 @@
  * A real SQLite file and the resource store, no HTTP; property-tested over page
  * limits, storage page sizes, selectors and starting tokens.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVERYTHING_FIELDS } from "../../packages/api/src/fields.ts";
 import { parseLabelSelector } from "../../packages/api/src/labels.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
 import { DEFAULT_API_LIMITS } from "../../src/apiserver/endpoints/limits.ts";
-import { DecodedObjects } from "../../src/apiserver/store/decoded-objects.ts";
 import {
   type ListRequest,
   type ObjectFilter,
   ResourceStore,
   type StoreServices,
 } from "../../src/apiserver/store/index.ts";
-import { NamespaceLifecycle } from "../../src/apiserver/store/namespaces.ts";
-import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
-import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
+import type { Registry } from "../../src/registry/registry.ts";
 import { storageVersion } from "../../src/registry/types.ts";
-import { SqliteStore } from "../../src/storage/sqlite/index.ts";
+import { openStoreServices, type StoreRig } from "../helpers/store-services.ts";
 
 const user = { name: "tester", groups: ["system:masters"] };
 const OBJECTS = 150;
 const NS = "p";
 
-let dir: string;
-let store: SqliteStore;
+let rig: StoreRig;
 let registry: Registry;
-let caches: WatchCacheSet;
 let base: StoreServices;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "setpoint-list-pages-"));
-  store = SqliteStore.open(join(dir, "data.db"), { durable: false });
-  registry = createBuiltinRegistry();
-  caches = new WatchCacheSet(store, registry, DEFAULT_API_LIMITS);
-  caches.start();
-  base = {
-    store,
-    caches,
-    decoded: new DecodedObjects(),
-    namespaces: new NamespaceLifecycle(store, registry, caches),
-    limits: DEFAULT_API_LIMITS,
-  };
-  await caches.whenReady();
+  rig = await openStoreServices("list-pages");
+  ({ registry, services: base } = rig);
   await resource(1000, "namespaces").create(
     { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
     { dryRun: false, manager: "test" },
@@ -74,9 +55,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await caches.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
+  await rig?.close();
 });
 
 /** The resource store of `plural`, reading storage `storagePageSize` items at a time. */

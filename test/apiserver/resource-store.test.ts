@@ -2,51 +2,29 @@
  * The resource store on its own, with no HTTP: a real SQLite file, the watch
  * caches, and the built-in registry, driven through ResourceStore's methods.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EVERYTHING_FIELDS } from "../../packages/api/src/fields.ts";
 import { EVERYTHING } from "../../packages/api/src/labels.ts";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { DEFAULT_API_LIMITS } from "../../src/apiserver/endpoints/limits.ts";
-import { DecodedObjects } from "../../src/apiserver/store/decoded-objects.ts";
 import { ResourceStore, type StoreServices } from "../../src/apiserver/store/index.ts";
-import { NamespaceLifecycle } from "../../src/apiserver/store/namespaces.ts";
-import { WatchCacheSet } from "../../src/apiserver/watchcache/watch-caches.ts";
 import { customResourceDefinitions } from "../../src/registry/crd/definition.ts";
-import { createBuiltinRegistry, type Registry } from "../../src/registry/registry.ts";
+import type { Registry } from "../../src/registry/registry.ts";
 import { storageVersion } from "../../src/registry/types.ts";
-import { SqliteStore } from "../../src/storage/sqlite/index.ts";
+import { openStoreServices, type StoreRig } from "../helpers/store-services.ts";
 
 const user = { name: "tester", groups: ["system:authenticated"] };
 
-let dir: string;
-let store: SqliteStore;
+let rig: StoreRig;
 let registry: Registry;
 let services: StoreServices;
-let caches: WatchCacheSet;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "setpoint-resource-store-"));
-  store = SqliteStore.open(join(dir, "data.db"), { durable: false });
-  registry = createBuiltinRegistry();
-  caches = new WatchCacheSet(store, registry, DEFAULT_API_LIMITS);
-  caches.start();
-  services = {
-    store,
-    caches,
-    decoded: new DecodedObjects(),
-    namespaces: new NamespaceLifecycle(store, registry, caches),
-    limits: DEFAULT_API_LIMITS,
-  };
-  await caches.whenReady();
+  rig = await openStoreServices("resource-store");
+  ({ registry, services } = rig);
 });
 
 afterEach(async () => {
-  await caches.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
+  await rig.close();
 });
 
 function resource(plural: string, namespace?: string, name?: string): ResourceStore {
