@@ -10,6 +10,7 @@ import { ResourceStore, type StoreServices } from "../../src/apiserver/store/ind
 import { customResourceDefinitions } from "../../src/registry/crd/definition.ts";
 import type { Registry } from "../../src/registry/registry.ts";
 import { storageVersion } from "../../src/registry/types.ts";
+import { crdOf } from "../helpers/crd.ts";
 import { openStoreServices, type StoreRig } from "../helpers/store-services.ts";
 
 const user = { name: "tester", groups: ["system:authenticated"] };
@@ -156,29 +157,10 @@ describe("ResourceStore", () => {
         user,
         ...(name !== undefined ? { name } : {}),
       });
-    const crd = {
-      apiVersion: "apiextensions.k8s.io/v1",
-      kind: "CustomResourceDefinition",
-      metadata: { name: "widgets.example.com" },
-      spec: {
-        group: "example.com",
-        scope: "Namespaced",
-        names: { plural: "widgets", singular: "widget", kind: "Widget" },
-        versions: [
-          {
-            name: "v1",
-            served: true,
-            storage: true,
-            schema: {
-              openAPIV3Schema: {
-                type: "object",
-                properties: { spec: { type: "string", enum: ["a", "b"] } },
-              },
-            },
-          },
-        ],
-      },
-    } as KubeObject;
+    const crd = crdOf("widgets", "Widget", {
+      type: "object",
+      properties: { spec: { type: "string", enum: ["a", "b"] } },
+    });
     const created = await crds().create(crd, { dryRun: false, manager: "test" });
     const one = crds("widgets.example.com");
     const key = one.key();

@@ -20,6 +20,24 @@ export function schemalessCrd(
   kind: string,
   opts: SchemalessCrdOptions = {},
 ): KubeObject {
+  return crdOf(
+    plural,
+    kind,
+    { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+    opts,
+  );
+}
+
+/**
+ * The CRD of `kind` (plural `plural`, singular its lower case), served and stored
+ * as v1, with `openAPIV3Schema` as its schema.
+ */
+export function crdOf(
+  plural: string,
+  kind: string,
+  openAPIV3Schema: Record<string, unknown>,
+  opts: SchemalessCrdOptions = {},
+): KubeObject {
   const group = opts.group ?? "example.com";
   return {
     apiVersion: "apiextensions.k8s.io/v1",
@@ -41,9 +59,7 @@ export function schemalessCrd(
           served: true,
           storage: true,
           ...(opts.subresources ? { subresources: opts.subresources } : {}),
-          schema: {
-            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-          },
+          schema: { openAPIV3Schema },
         },
       ],
     },
