@@ -39,13 +39,12 @@ import type { Store } from "../storage/store.ts";
 import { ApiserverIdentity } from "./apiserver-identity.ts";
 import { CreatedFiles } from "./created-files.ts";
 import {
+  type ComponentIdentity,
   CONTROLLER_MANAGER_IDENTITY,
   type Credentials,
-  certificateRestConfig,
   dataDirCredentials,
   ephemeralCredentials,
   SCHEDULER_IDENTITY,
-  signComponentCertificate,
 } from "./credentials.ts";
 import { listenFailure } from "./errors.ts";
 import { openStore, type StorageOptions } from "./store.ts";
@@ -165,33 +164,32 @@ export interface ControlPlane {
 }
 
 /**
- * Who the in-process controllers are: where the server authenticates and this
- * process holds the CA's key, the controller manager presents a certificate for
- * `system:kube-controller-manager`, each controller writes as its own
- * ServiceAccount, and the scheduler as `system:kube-scheduler`, as in Kubernetes;
- * otherwise (plain http, no authentication) they all use the loopback config.
+ * Who the in-process controllers are and how they reach the server: through
+ * in-process connections (server.connect(): HTTP in memory, no TLS). Where the
+ * server authenticates, the controller manager is `system:kube-controller-manager`
+ * and the scheduler `system:kube-scheduler` (by process tokens, which never leave
+ * memory), and each controller writes as its own ServiceAccount, as in
+ * Kubernetes; otherwise (no authentication) they all use the loopback config.
  */
-async function controllerIdentities(
-  creds: Credentials,
-  server: string,
+function controllerIdentities(
+  server: ApiServer,
   loopback: RestConfig,
-): Promise<
-  Pick<
-    CreateControllerManagerOptions,
-    "restConfig" | "useServiceAccountCredentials" | "controllerClients"
-  >
+): Pick<
+  CreateControllerManagerOptions,
+  "restConfig" | "useServiceAccountCredentials" | "controllerClients"
 > {
-  const caKey = creds.tls?.caKey;
-  if (!creds.tls || caKey === undefined || !creds.adminToken) return { restConfig: loopback };
-  const ca = { cert: creds.tls.caCert, key: caKey };
-  const [manager, scheduler] = await Promise.all([
-    signComponentCertificate(ca, CONTROLLER_MANAGER_IDENTITY),
-    signComponentCertificate(ca, SCHEDULER_IDENTITY),
-  ]);
+  const connect = () => server.connect();
+  const as = (who: ComponentIdentity): RestConfig | undefined => {
+    const token = server.processToken({ name: who.user, groups: who.groups });
+    return token === undefined ? undefined : { server: server.url, connect, token };
+  };
+  const manager = as(CONTROLLER_MANAGER_IDENTITY);
+  const scheduler = as(SCHEDULER_IDENTITY);
+  if (!manager || !scheduler) return { restConfig: { ...loopback, connect } };
   return {
-    restConfig: certificateRestConfig(server, manager),
+    restConfig: manager,
     useServiceAccountCredentials: true,
-    controllerClients: { [SCHEDULER_CONTROLLER]: certificateRestConfig(server, scheduler) },
+    controllerClients: { [SCHEDULER_CONTROLLER]: scheduler },
   };
 }
 
@@ -311,7 +309,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (opts.controllers) {
       const c = opts.controllers;
       const manager = createControllerManager({
-        ...(await controllerIdentities(creds, server.url, loopback)),
+        ...controllerIdentities(server, loopback),
         disabled: c.disabled ?? [],
         ...(c.enabled ? { enabled: c.enabled } : {}),
         leaderElection: c.leaderElection ?? false,

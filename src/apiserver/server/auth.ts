@@ -109,6 +109,10 @@ export class TokenAuthenticator implements Authenticator {
   constructor(tokens: Iterable<[string, UserInfo]>) {
     this.tokens = [...tokens].map(([token, user]) => ({ token: Buffer.from(token), user }));
   }
+  /** Accepts `token` as `user` from now on. */
+  add(token: string, user: UserInfo): void {
+    this.tokens.push({ token: Buffer.from(token), user });
+  }
   authenticate(req: IncomingMessage): UserInfo | undefined {
     const bearer = bearerToken(req);
     return bearer === undefined ? undefined : this.authenticateToken(bearer);

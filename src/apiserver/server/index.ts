@@ -10,6 +10,7 @@ export * from "./auth.ts";
 export * from "./bootstrap.ts";
 export * from "./certs.ts";
 export * from "./connections.ts";
+export * from "./in-process.ts";
 export * from "./inflight.ts";
 export * from "./kubeconfig-yaml.ts";
 export * from "./kubernetes-service.ts";

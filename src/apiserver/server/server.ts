@@ -61,6 +61,7 @@ import {
   resolveConnectionLimits,
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
+import { MemorySocket } from "./in-process.ts";
 import { type InflightLimits, InflightSeats, TOO_MANY_REQUESTS_TEXT } from "./inflight.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -126,6 +127,19 @@ export interface ApiServer {
   readonly registry: Registry;
   /** A token accepted by this server for its own loopback requests (when auth is on). */
   readonly loopbackToken: string | undefined;
+  /**
+   * A connection to this server from within the process (in-process.ts): plain
+   * HTTP/1.1 in memory, no socket and no TLS. For RestConfig.connect.
+   */
+  connect(): Duplex;
+  /**
+   * A token that authenticates `user` on this server for as long as the process
+   * runs: kept in memory only, and not accepted by TokenReview (as the loopback
+   * token). How components in the process (`setpoint up`'s controller manager and
+   * scheduler) present their identities over connect(). Undefined when the server
+   * authenticates no one.
+   */
+  processToken(user: UserInfo): string | undefined;
   /** Stops accepting requests, ends watches cleanly, and closes connections. */
   close(): Promise<void>;
 }
@@ -192,6 +206,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   let handler: ApiHandler | undefined;
   let authenticator = opts.authenticator;
   let loopbackToken: string | undefined;
+  let processTokens: TokenAuthenticator | undefined;
   let reviewToken: ReviewServices["reviewToken"];
   if (authenticator) {
     // The server's own requests (bootstrap, built-in loops running in process) use a
@@ -199,6 +214,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     loopbackToken = generateToken();
     const loopbackUser: UserInfo = { name: "system:apiserver", groups: ["system:masters"] };
     const loopback = new TokenAuthenticator([[loopbackToken, loopbackUser]]);
+    processTokens = loopback;
     const accounts = new ServiceAccountTokenAuthenticator(
       serviceAccountTokens,
       (ns, name) => handler?.liveUid("serviceaccounts", ns, name),
@@ -465,6 +481,28 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     onRequest(req, res);
   });
 
+  // In-process connections: the same handler and limits, fed connections from memory.
+  const inProcess = http.createServer({ connectionsCheckingInterval }, onRequest);
+  applyConnectionLimits(inProcess, connections);
+  const connect = (): Duplex => {
+    if (closing) throw Object.assign(new Error("connect ECONNREFUSED (in process)"), { code: "ECONNREFUSED" });
+    const [client, server] = MemorySocket.pair();
+    inProcess.emit("connection", server);
+    return client;
+  };
+  const tokensByUser = new Map<string, string>();
+  const processToken = (user: UserInfo): string | undefined => {
+    if (!processTokens) return undefined;
+    const key = JSON.stringify([user.name, user.groups ?? []]);
+    let token = tokensByUser.get(key);
+    if (token === undefined) {
+      token = generateToken();
+      tokensByUser.set(key, token);
+      processTokens.add(token, user);
+    }
+    return token;
+  };
+
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -502,15 +540,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     await crds.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    inProcess.closeIdleConnections();
     await api.close();
-    const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    const timer = setTimeout(() => {
+      server.closeAllConnections();
+      inProcess.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
     timer.unref();
     await closed;
     clearTimeout(timer);
     await auditor?.close();
   };
 
-  return { url, port, registry, loopbackToken, close };
+  return { url, port, registry, loopbackToken, connect, processToken, close };
 }
 
 /** Who calls the public paths without credentials. */

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import type { Duplex } from "node:stream";
 import { parse as parseYaml } from "yaml";
 
 /** How to reach one API server. */
@@ -19,6 +20,14 @@ export interface RestConfig {
    * kubeconfig cluster's `setpoint.dev/servers` extension.
    */
   servers?: readonly string[] | undefined;
+  /**
+   * Opens a connection to the server instead of dialing `server`: one within the
+   * process, such as the apiserver's own `connect()` (`setpoint up`'s controllers
+   * reach the apiserver they run beside through memory). HTTP/1.1 goes over it in
+   * plain text; `server` only names the server, and `servers`, `ca` and the other
+   * TLS settings are not used.
+   */
+  connect?: (() => Duplex) | undefined;
   /** PEM CA bundle to verify the server with (otherwise the system roots). */
   ca?: Buffer | undefined;
   /** PEM client certificate and key (mutual TLS). */

@@ -19,7 +19,7 @@ import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { createSecureContext } from "node:tls";
 import { isStatus, type Status } from "@setpoint/api";
 import {
@@ -117,7 +117,7 @@ export class Transport {
   private fileToken: { value: string; readAt: number } | undefined;
 
   constructor(private readonly config: RestConfig) {
-    const addresses = [config.server, ...(config.servers ?? [])].filter(
+    const addresses = [config.server, ...(config.connect ? [] : (config.servers ?? []))].filter(
       (a, i, all) => all.indexOf(a) === i,
     );
     this.bases = addresses.map((a) => new URL(a));
@@ -125,7 +125,13 @@ export class Transport {
     if (this.bases.some((b) => b.protocol !== protocol)) {
       throw new Error(`the servers must all be http or all https: ${addresses.join(", ")}`);
     }
-    if (protocol === "https:") {
+    const connect = config.connect;
+    if (connect) {
+      // Plain HTTP over the connections `connect` opens, whatever the URL's scheme.
+      this.protocol = http;
+      this.agent = new ConnectingAgent(connect, { keepAlive: true, maxSockets: MAX_REQUESTS_IN_FLIGHT });
+      this.streamAgent = new ConnectingAgent(connect, { keepAlive: true });
+    } else if (protocol === "https:") {
       this.protocol = https;
       // One TLS context for every connection (otherwise each new connection
       // parses the CA and the client key pair again).
@@ -244,7 +250,7 @@ export class Transport {
     if (spec.signal) setMaxListeners(0, spec.signal);
     return new Promise((resolve, reject) => {
       const req = this.protocol.request({
-        protocol: base.protocol,
+        protocol: this.protocol === http ? "http:" : base.protocol,
         hostname: base.hostname.replace(/^\[|\]$/g, ""),
         port: base.port || undefined,
         method: spec.method,
@@ -317,6 +323,19 @@ export class Transport {
     if (code >= 200 && code < 300) return res;
     const text = await readBody(res);
     throw toApiError(code, text, res.headers["retry-after"], describe);
+  }
+}
+
+/** An agent whose connections come from RestConfig.connect instead of the network. */
+class ConnectingAgent extends http.Agent {
+  constructor(
+    private readonly open: () => Duplex,
+    opts: http.AgentOptions,
+  ) {
+    super(opts);
+  }
+  override createConnection(): Duplex {
+    return this.open();
   }
 }
 
