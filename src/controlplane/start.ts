@@ -39,8 +39,8 @@ import type { Store } from "../storage/store.ts";
 import { ApiserverIdentity } from "./apiserver-identity.ts";
 import { CreatedFiles } from "./created-files.ts";
 import {
-  type ComponentIdentity,
   CONTROLLER_MANAGER_IDENTITY,
+  type ComponentIdentity,
   type Credentials,
   dataDirCredentials,
   ephemeralCredentials,

@@ -14,6 +14,7 @@
  * server's slow-watcher bounds work as they do on a socket. Destroying one end
  * closes the other, as a reset connection would.
  */
+import type { Server } from "node:http";
 import { Duplex } from "node:stream";
 
 /** The address an in-process connection reports (audit's sourceIPs, logs). */
@@ -67,8 +68,7 @@ export class MemorySocket extends Duplex {
     chunks: { chunk: Buffer; encoding: BufferEncoding }[],
     done: (err?: Error) => void,
   ): void {
-    const data =
-      chunks.length === 1 ? chunks[0].chunk : Buffer.concat(chunks.map((c) => c.chunk));
+    const data = chunks.length === 1 ? chunks[0].chunk : Buffer.concat(chunks.map((c) => c.chunk));
     process.nextTick(() => this.#deliver(data, done));
   }
 
@@ -135,5 +135,37 @@ export class MemorySocket extends Duplex {
   }
   address(): { address: string; family: string; port: number } {
     return { address: IN_PROCESS_ADDRESS, family: "IPv4", port: 0 };
+  }
+}
+
+/**
+ * Where in-process connections come in: each connect() hands the server end of
+ * a new pair to `server` (an HTTP server that does not listen), and closeAll()
+ * closes every one still open and refuses new ones, as a stopped server does.
+ */
+export class InProcessConnections {
+  readonly #open = new Set<MemorySocket>();
+  #closed = false;
+
+  constructor(private readonly server: Server) {}
+
+  /** A new connection's client end; throws ECONNREFUSED once closed. */
+  connect(): Duplex {
+    if (this.#closed) {
+      throw Object.assign(new Error("connect ECONNREFUSED (in process)"), {
+        code: "ECONNREFUSED",
+      });
+    }
+    const [client, server] = MemorySocket.pair();
+    this.#open.add(server);
+    server.once("close", () => this.#open.delete(server));
+    this.server.emit("connection", server);
+    return client;
+  }
+
+  /** Closes every open connection; later connect() calls are refused. */
+  closeAll(): void {
+    this.#closed = true;
+    for (const socket of this.#open) socket.destroy();
   }
 }

@@ -61,7 +61,7 @@ import {
   resolveConnectionLimits,
 } from "./connections.ts";
 import { type HealthCheck, serveHealth } from "./health.ts";
-import { MemorySocket } from "./in-process.ts";
+import { InProcessConnections } from "./in-process.ts";
 import { type InflightLimits, InflightSeats, TOO_MANY_REQUESTS_TEXT } from "./inflight.ts";
 
 /** The Kubernetes minor version reported by default (kubectl picks its build by it). */
@@ -482,14 +482,9 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   });
 
   // In-process connections: the same handler and limits, fed connections from memory.
-  const inProcess = http.createServer({ connectionsCheckingInterval }, onRequest);
-  applyConnectionLimits(inProcess, connections);
-  const connect = (): Duplex => {
-    if (closing) throw Object.assign(new Error("connect ECONNREFUSED (in process)"), { code: "ECONNREFUSED" });
-    const [client, server] = MemorySocket.pair();
-    inProcess.emit("connection", server);
-    return client;
-  };
+  const inProcessServer = http.createServer({ connectionsCheckingInterval }, onRequest);
+  applyConnectionLimits(inProcessServer, connections);
+  const inProcess = new InProcessConnections(inProcessServer);
   const tokensByUser = new Map<string, string>();
   const processToken = (user: UserInfo): string | undefined => {
     if (!processTokens) return undefined;
@@ -540,19 +535,25 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     await crds.stop();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    inProcess.closeIdleConnections();
     await api.close();
-    const timer = setTimeout(() => {
-      server.closeAllConnections();
-      inProcess.closeAllConnections();
-    }, SHUTDOWN_GRACE_MS);
+    // In-process clients are this process's own, stopped before the server.
+    inProcess.closeAll();
+    const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     timer.unref();
     await closed;
     clearTimeout(timer);
     await auditor?.close();
   };
 
-  return { url, port, registry, loopbackToken, connect, processToken, close };
+  return {
+    url,
+    port,
+    registry,
+    loopbackToken,
+    connect: () => inProcess.connect(),
+    processToken,
+    close,
+  };
 }
 
 /** Who calls the public paths without credentials. */

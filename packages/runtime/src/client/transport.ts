@@ -129,7 +129,10 @@ export class Transport {
     if (connect) {
       // Plain HTTP over the connections `connect` opens, whatever the URL's scheme.
       this.protocol = http;
-      this.agent = new ConnectingAgent(connect, { keepAlive: true, maxSockets: MAX_REQUESTS_IN_FLIGHT });
+      this.agent = new ConnectingAgent(connect, {
+        keepAlive: true,
+        maxSockets: MAX_REQUESTS_IN_FLIGHT,
+      });
       this.streamAgent = new ConnectingAgent(connect, { keepAlive: true });
     } else if (protocol === "https:") {
       this.protocol = https;
