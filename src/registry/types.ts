@@ -262,7 +262,10 @@ export interface CreateSubresource {
    * Set when the create changes the parent object (Kubernetes' `pods/binding`):
    * the parent to store, made from the decoded, validated body and a copy of the
    * stored parent (called again when a concurrent write wins); throws a
-   * StatusError to refuse. The answer is then a 201 Success Status. Without it
+   * StatusError to refuse. The parent is written straight to storage, as
+   * Kubernetes' BindingREST does: no field ownership is recorded, and the
+   * parent's update is neither admitted nor validated (so what this makes must
+   * be valid). The answer is then a 201 Success Status. Without it
    * (or `act`) the apiserver must implement the subresource itself.
    */
   updateParent?(body: KubeObject, parent: KubeObject, now: Date): KubeObject;

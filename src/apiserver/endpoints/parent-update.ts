@@ -4,8 +4,10 @@
  * kind, is decoded, field-validated and validated by that kind's strategy; then
  *
  * - with `updateParent` (e.g. `pods/<name>/binding`) the parent is updated to
- *   what it makes of it, under the rules of every update of the parent (its
- *   validation, field ownership, retried when a concurrent write wins);
+ *   what it makes of it straight in storage, as Kubernetes' BindingREST writes
+ *   it: retried when a concurrent write wins, but with no field ownership
+ *   recorded (a bound Pod's managedFields name no scheduler) and no admission
+ *   or validation of the parent's update;
  * - with `act` (e.g. `pods/<name>/eviction`) the definition acts through
  *   SubresourceActions (./subresource-actions.ts) and says what to answer.
  *
@@ -60,7 +62,7 @@ export async function createUpdatingParent(
   if (act) {
     answer = await act(body, subresourceActions(scope, { dryRun, manager }));
   } else if (update) {
-    await scope.store.update({ dryRun, manager, allowCreate: false }, (current) => {
+    await scope.store.update({ dryRun, manager, allowCreate: false, storageOnly: true }, (current) => {
       if (!current) throw errors.notFound(scope.subject);
       return update(body, deepClone(current), new Date());
     });

@@ -39,6 +39,13 @@ export interface UpdatePlan {
   warnings?: string[];
   /** A dry run (admission webhooks are told). */
   dryRun?: boolean;
+  /**
+   * A write straight to storage, as Kubernetes' BindingREST makes one
+   * (`storage.GuaranteedUpdate`, not the registry's update): the object's
+   * defaults and form are kept, but no field ownership is recorded and the
+   * update is neither admitted nor validated as an update of the object.
+   */
+  storageOnly?: boolean;
 }
 
 /** Keeps server-owned metadata from the stored object on a subresource write. */
@@ -119,6 +126,7 @@ export async function decideUpdate(
     keepSystemFields(next, current);
   }
   next.metadata.resourceVersion = current.metadata.resourceVersion;
+  if (plan.storageOnly) return storageOnlyUpdate(ctx, next, current);
   if (!plan.apply) {
     recordUpdate(current, next, version.schema, {
       manager: plan.manager,
@@ -157,4 +165,15 @@ export async function decideUpdate(
     if (warning !== undefined) plan.warnings.push(warning);
   }
   return { action: "update", obj: next };
+}
+
+/** What a write straight to storage stores (UpdatePlan.storageOnly). */
+function storageOnlyUpdate(
+  ctx: StoreContext,
+  next: KubeObject,
+  current: KubeObject,
+): WriteDecision {
+  applyDefaults(next, ctx.def, ctx.version);
+  canonicalizeObject(next, ctx.def, ctx.version);
+  return sameObject(next, current) ? { action: "noop", obj: current } : { action: "update", obj: next };
 }
