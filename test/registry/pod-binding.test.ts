@@ -1,7 +1,8 @@
 /**
  * The Pod's `binding` subresource through a real apiserver: a Binding sets
  * spec.nodeName, copies its annotations and sets PodScheduled=True in one write,
- * answers 201 with a Success Status; a second binding is 409 with Kubernetes'
+ * answers 201 with a Success Status, written straight to storage as Kubernetes
+ * writes it (no field ownership recorded); a second binding is 409 with Kubernetes'
  * message; a name mismatch is 400; a wrong uid is a failed precondition; the real
  * kubectl shows the node with -o wide.
  */
@@ -64,6 +65,9 @@ describe("pods/binding", () => {
     expect(Number(pod.metadata.resourceVersion)).toBeGreaterThan(
       Number(created.metadata.resourceVersion),
     );
+    // Written straight to storage, as Kubernetes' BindingREST writes it: the
+    // binder owns no fields (a scheduled Pod's managedFields name no scheduler).
+    expect(pod.metadata.managedFields).toEqual(created.metadata.managedFields);
   });
 
   it("refuses a Pod already bound with 409 and Kubernetes' message", async () => {
