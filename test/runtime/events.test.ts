@@ -1,7 +1,14 @@
-/** The event recorder against a real apiserver: deduplication, new series, spam filter. */
+/**
+ * The event recorder against a real apiserver: deduplication, new series, spam
+ * filter, one write at a time in the order recorded, the bound on waiting Events.
+ */
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../packages/api/src/meta.ts";
-import { EVENT_SPAM_BURST, Recorder } from "../../packages/runtime/src/manager/events.ts";
+import {
+  EVENT_QUEUE_SIZE,
+  EVENT_SPAM_BURST,
+  Recorder,
+} from "../../packages/runtime/src/manager/events.ts";
 import { freshNamespace } from "../helpers/namespace.ts";
 import { startForFile, startTestServer } from "../helpers/test-server.ts";
 
@@ -92,6 +99,57 @@ describe("Recorder", () => {
     for (let i = 0; i < EVENT_SPAM_BURST + 10; i++) rec.normal(obj, "Tick", `message ${i}`);
     await rec.flush();
     expect(await eventsIn(ns)).toHaveLength(EVENT_SPAM_BURST);
+  });
+
+  it("writes one Event at a time, in the order recorded", async () => {
+    const obj = await target();
+    const ns = obj.metadata.namespace!;
+    let inFlight = 0;
+    let most = 0;
+    const counted = {
+      create: async <T extends KubeObject>(o: T): Promise<T> => {
+        most = Math.max(most, ++inFlight);
+        try {
+          return await env.client.create(o);
+        } finally {
+          inFlight--;
+        }
+      },
+      patch: env.client.patch.bind(env.client),
+    };
+    const rec = new Recorder(counted, { component: "demo" });
+    for (let i = 0; i < 20; i++) rec.normal(obj, "Step", `step ${i}`);
+    await rec.flush();
+    expect(most).toBe(1);
+    const written = (await eventsIn(ns)).sort(
+      (a, b) =>
+        String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)) ||
+        Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion),
+    );
+    expect(written.map((e) => e.message)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `step ${i}`),
+    );
+  });
+
+  it(`drops Events beyond ${EVENT_QUEUE_SIZE} waiting to be written`, async () => {
+    const ns = await freshNamespace(env.client, "evq");
+    const rec = new Recorder(env.client, { component: "demo" });
+    // Objects of their own, so that the spam filter (per object) lets each through.
+    const extra = 50;
+    for (let i = 0; i < EVENT_QUEUE_SIZE + extra; i++) {
+      rec.normal(
+        {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: `o${i}`, namespace: ns, uid: `u${i}` },
+        },
+        "Burst",
+        "one of many",
+      );
+    }
+    await rec.flush();
+    // The first is written at once; the queue holds the next EVENT_QUEUE_SIZE.
+    expect(await eventsIn(ns)).toHaveLength(EVENT_QUEUE_SIZE + 1);
   });
 
   it("events about cluster-scoped objects go to the default namespace; failures never throw", async () => {

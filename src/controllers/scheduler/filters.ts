@@ -59,8 +59,25 @@ function readyStatus(node: Node): string | undefined {
   return node.status?.conditions?.find((c) => c.type === "Ready")?.status;
 }
 
+/**
+ * Each Node object's effective taints, worked out once: the informer replaces a
+ * Node's object when it changes and never modifies one, so the scheduler does
+ * not look through 100 nodes' conditions again for every Pod.
+ * Callers must not modify what it returns.
+ */
+const effective = new WeakMap<Node, Taint[]>();
+
 /** The node's taints, with the not-ready or unreachable one when its Ready condition calls for it. */
 export function effectiveTaints(node: Node): Taint[] {
+  let taints = effective.get(node);
+  if (taints === undefined) {
+    taints = withReadinessTaint(node);
+    effective.set(node, taints);
+  }
+  return taints;
+}
+
+function withReadinessTaint(node: Node): Taint[] {
   const taints = node.spec?.taints ?? [];
   const ready = readyStatus(node);
   if (ready === "True") return taints;

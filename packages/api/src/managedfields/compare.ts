@@ -126,6 +126,8 @@ export function isEmptyContainer(v: unknown): boolean {
 }
 
 function compareNode(l: unknown, r: unknown, schema: Schema | undefined, c: Ctx): void {
+  // One value on both sides (a status write keeps the stored spec): nothing changed below.
+  if (l === r) return;
   const shape = pairShape(l, r, schema);
   if (shape === "mismatch") {
     c.modified.insert(c.path);

@@ -11,6 +11,12 @@
  *   dropped (and logged at debug), so a hot loop cannot flood the API.
  * - The dedup cache is an LRU of `EVENT_CACHE_SIZE` entries.
  *
+ * - Writes go one at a time, in the order recorded, as client-go's broadcaster
+ *   sends them to the API: a burst of Events waits its turn behind the
+ *   controller's own writes instead of competing with them. At most
+ *   `EVENT_QUEUE_SIZE` Events wait; more are dropped (client-go's
+ *   maxQueuedEvents, DropIfChannelFull).
+ *
  * Recording never throws and never blocks the caller: writes run in the
  * background (`flush()` waits for them), failures are logged. Events are
  * informative; nothing may depend on them being written.
@@ -57,6 +63,8 @@ export const EVENT_SPAM_BURST = 25;
 export const EVENT_SPAM_REFILL_MS = 300_000;
 /** Longer messages are truncated to this many characters. */
 export const EVENT_MESSAGE_MAX = 1024;
+/** Events waiting to be written, at most (client-go's maxQueuedEvents). */
+export const EVENT_QUEUE_SIZE = 1000;
 /** Namespace of Events about cluster-scoped objects. */
 export const CLUSTER_EVENT_NAMESPACE = "default";
 
@@ -82,7 +90,8 @@ interface Series {
   firstTimestamp: string;
   lastTimestamp: string;
   body: Record<string, unknown>;
-  writing?: Promise<void> | undefined;
+  /** Waiting in the queue to be written. */
+  queued?: boolean;
 }
 
 interface Bucket {
@@ -198,7 +207,10 @@ export function lastOccurrence(ev: KubeObject): string {
 export class Recorder implements EventRecorder {
   private readonly series = new Map<string, Series>();
   private readonly buckets = new Map<string, Bucket>();
-  private readonly pending = new Set<Promise<void>>();
+  /** Series with a count the server does not have yet, in the order recorded. */
+  private readonly queue: Series[] = [];
+  /** The writer going through the queue, while there is one. */
+  private draining: Promise<void> | undefined;
   private readonly log: Logger;
   private readonly now: () => number;
 
@@ -267,20 +279,30 @@ export class Recorder implements EventRecorder {
       const oldest = this.series.keys().next().value as string;
       this.series.delete(oldest);
     }
-    if (!s.writing) {
-      const series = s;
-      const p = this.pump(series).finally(() => {
-        series.writing = undefined;
-        this.pending.delete(p);
-      });
-      series.writing = p;
-      this.pending.add(p);
+    if (!s.queued) {
+      if (this.queue.length >= EVENT_QUEUE_SIZE) {
+        this.log.debug({ kind, name, reason }, "event dropped: too many waiting to be written");
+        return;
+      }
+      s.queued = true;
+      this.queue.push(s);
     }
+    this.draining ??= this.drain().finally(() => {
+      this.draining = undefined;
+    });
   }
 
   /** Resolves when every Event recorded so far has been written (or failed). */
   async flush(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    while (this.draining) await this.draining;
+  }
+
+  /** Writes the queued series one at a time until none is left. */
+  private async drain(): Promise<void> {
+    for (let s = this.queue.shift(); s; s = this.queue.shift()) {
+      s.queued = false;
+      await this.pump(s);
+    }
   }
 
   /** Writes the series until the server has its latest count. */
