@@ -178,11 +178,16 @@ function controllerIdentities(
   CreateControllerManagerOptions,
   "restConfig" | "useServiceAccountCredentials" | "controllerClients"
 > {
+  // The CA stays in the config, unused for the connections: the root CA
+  // publisher hands it to every namespace (kube-root-ca.crt).
+  const ca = loopback.ca ? { ca: loopback.ca } : {};
+  // #region in-process-client
   const connect = () => server.connect();
   const as = (who: ComponentIdentity): RestConfig | undefined => {
     const token = server.processToken({ name: who.user, groups: who.groups });
-    return token === undefined ? undefined : { server: server.url, connect, token };
+    return token === undefined ? undefined : { server: server.url, connect, token, ...ca };
   };
+  // #endregion
   const manager = as(CONTROLLER_MANAGER_IDENTITY);
   const scheduler = as(SCHEDULER_IDENTITY);
   if (!manager || !scheduler) return { restConfig: { ...loopback, connect } };

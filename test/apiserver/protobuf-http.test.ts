@@ -112,16 +112,22 @@ describe("protobuf answers", () => {
       },
     ]);
 
-    const list = await request("/apis/apps/v1/namespaces/default/deployments", CLIENT_GO_ACCEPT);
+    // The controllers keep writing (the Deployment's status, its Pods, Events), so
+    // both lists are read at one revision.
+    const jsonList = (await json("/apis/apps/v1/namespaces/default/deployments")) as {
+      metadata: { resourceVersion: string };
+    };
+    const at = `resourceVersion=${jsonList.metadata.resourceVersion}&resourceVersionMatch=Exact`;
+    const list = await request(
+      `/apis/apps/v1/namespaces/default/deployments?${at}`,
+      CLIENT_GO_ACCEPT,
+    );
     expect(list.headers.get("content-type")).toBe(PB);
     const env = envelope(Buffer.from(await list.arrayBuffer()));
     expect(env).toMatchObject({ apiVersion: "apps/v1", kind: "DeploymentList" });
     const decoded = decodeAs("k8s.io.api.apps.v1.DeploymentList", env.raw) as {
       metadata: { resourceVersion: string };
       items: { metadata: { name: string; uid: string }; spec: { replicas: number } }[];
-    };
-    const jsonList = (await json("/apis/apps/v1/namespaces/default/deployments")) as {
-      metadata: { resourceVersion: string };
     };
     expect(decoded.metadata.resourceVersion).toBe(jsonList.metadata.resourceVersion);
     expect(decoded.items.map((i) => [i.metadata.name, i.metadata.uid, i.spec.replicas])).toEqual([
