@@ -190,7 +190,8 @@ export interface Strategy {
   tracksGeneration: boolean;
   /**
    * Whether a new object is, as a rule, updated right after its create
-   * (CustomResourceDefinitions: the server writes their status at once): the
+   * (CustomResourceDefinitions: the server writes their status at once; Pods:
+   * the scheduler binds them): the
    * object written is then kept for that update, as an updated object is, instead
    * of being parsed again from storage (tens of milliseconds for an object of
    * megabytes). Default false: most new objects are not updated right away.

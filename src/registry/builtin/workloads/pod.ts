@@ -223,6 +223,8 @@ export const podDefinition = workloadDefinition({
     default: (obj) => defaultPodSpec(fieldObject(obj, "spec")),
     decideDelete: decidePodDelete,
     validate: validatePod,
+    // A new Pod is bound (pods/binding) moments later, as a rule.
+    updatedOnCreate: true,
     selectableFields: {
       "spec.nodeName": (o) => fieldString(o, "spec", "nodeName"),
       "spec.restartPolicy": (o) => fieldString(o, "spec", "restartPolicy"),
