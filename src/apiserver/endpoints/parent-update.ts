@@ -62,10 +62,13 @@ export async function createUpdatingParent(
   if (act) {
     answer = await act(body, subresourceActions(scope, { dryRun, manager }));
   } else if (update) {
-    await scope.store.update({ dryRun, manager, allowCreate: false, storageOnly: true }, (current) => {
-      if (!current) throw errors.notFound(scope.subject);
-      return update(body, deepClone(current), new Date());
-    });
+    await scope.store.update(
+      { dryRun, manager, allowCreate: false, storageOnly: true },
+      (current) => {
+        if (!current) throw errors.notFound(scope.subject);
+        return update(body, deepClone(current), new Date());
+      },
+    );
   }
   respondStatus(
     scope,

@@ -175,5 +175,7 @@ function storageOnlyUpdate(
 ): WriteDecision {
   applyDefaults(next, ctx.def, ctx.version);
   canonicalizeObject(next, ctx.def, ctx.version);
-  return sameObject(next, current) ? { action: "noop", obj: current } : { action: "update", obj: next };
+  return sameObject(next, current)
+    ? { action: "noop", obj: current }
+    : { action: "update", obj: next };
 }
