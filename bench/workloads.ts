@@ -20,14 +20,20 @@
  *   Pods not being deleted never exceed replicas + maxSurge and the available
  *   (Ready, not being deleted) never drop below replicas - maxUnavailable;
  *   violations (goal 0);
- * - a node lost: one more simulated node (its own agent process) runs
+ * - a node lost, on a second control plane whose node monitor grace period is
+ *   shortened to BENCH_GRACE_S (default 5) seconds: a simulated node (its own
+ *   agent process, renewing its Lease every BENCH_HEARTBEAT_S, default 1, a
+ *   fifth of the grace as the kubelet's 10 s is of Kubernetes' 50 s) runs
  *   BENCH_LOST_PODS (default 100) Pods that tolerate `unreachable` for
  *   BENCH_TOLERATION_S (default 5) seconds; the agent is killed with SIGKILL; the
- *   time until the node is Ready=Unknown (node monitor grace period set to
- *   BENCH_GRACE_S, default 5) and until every Pod is evicted, beside what was
- *   configured. The simulated nodes renew their Leases every BENCH_HEARTBEAT_S
- *   (default 1) seconds, a fifth of the grace period as the kubelet's 10 s is of
- *   Kubernetes' 50 s, so 100 nodes write 100 Leases a second throughout.
+ *   time until the node is Ready=Unknown and until every Pod is evicted, beside
+ *   what was configured.
+ *
+ * The first control plane and its nodes keep Kubernetes' node timings (50 s
+ * grace, Leases renewed every 10 s: 10 Lease writes a second from 100 nodes),
+ * so the Deployment and the rolling update run under the load a cluster of 100
+ * nodes puts on its apiserver by default, not under the tenfold one the node-lost
+ * part's shortened timings would add.
  *
  * The Deployment's time is broken down by stage, measured in the same run by a
  * Pod watch started before the create: until every Pod exists, is bound to a
@@ -306,11 +312,16 @@ async function parallel(n: number, limit: number, op: (i: number) => Promise<unk
   );
 }
 
-async function main(): Promise<void> {
+/** Starts `setpoint up` (no agent) on a new data dir with `extra` flags; its admin client once ready. */
+async function startControlPlane(
+  name: string,
+  extra: string[],
+  flags: string[] = [],
+): Promise<{ client: Client; kubeconfig: string; child: ChildProcess }> {
   const dir = mkdtempSync(join(tmpdir(), "setpoint-bench-workloads-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   const port = await freePort();
-  run(
+  const child = run(
     [
       "up",
       "--data-dir",
@@ -320,20 +331,29 @@ async function main(): Promise<void> {
       "--log-level",
       "warn",
       "--no-agent",
-      "--node-monitor-grace-period",
-      `${GRACE_S}s`,
+      ...extra,
     ],
-    "setpoint up",
-    nodeFlags(process.env.BENCH_UP_NODE_FLAGS),
+    name,
+    flags,
   );
   const kubeconfig = join(dir, "kubeconfig");
-  const client = await until("the apiserver", async () => {
+  const client = await until(`the apiserver (${name})`, async () => {
     const c = new Client(loadKubeconfig({ path: kubeconfig }));
     await c.raw("GET", "/readyz").then((r) => {
       if (r.status !== 200) throw new Error("not ready");
     });
     return c;
   });
+  return { client, kubeconfig, child };
+}
+
+async function main(): Promise<void> {
+  // Kubernetes' node timings: 50 s grace here, and the agent's 10 s heartbeat.
+  const { client, kubeconfig } = await startControlPlane(
+    "setpoint up",
+    [],
+    nodeFlags(process.env.BENCH_UP_NODE_FLAGS),
+  );
   const rows: Line[] = [];
 
   // Baseline: bare Pod creates (unschedulable: a scheduler name nobody serves).
@@ -385,17 +405,7 @@ async function main(): Promise<void> {
 
   // Nodes.
   run(
-    [
-      "agent",
-      "--simulate",
-      String(NODES),
-      "--kubeconfig",
-      kubeconfig,
-      "--heartbeat",
-      `${HEARTBEAT_S}s`,
-      "--log-level",
-      "warn",
-    ],
+    ["agent", "--simulate", String(NODES), "--kubeconfig", kubeconfig, "--log-level", "warn"],
     "setpoint agent --simulate",
     nodeFlags(process.env.BENCH_AGENT_NODE_FLAGS),
   );
@@ -531,7 +541,15 @@ async function main(): Promise<void> {
     value: `${updateS.toFixed(1)} s, ${events} Pod events; Pods at most ${maxPods} (limit ${PODS + maxSurge}), available at least ${minAvailable} (limit ${PODS - maxUnavailable}); violations ${violations} (goal 0)`,
   });
 
-  // A node lost.
+  // A node lost, on a control plane of its own with the grace period shortened.
+  client.close();
+  await stopGently();
+  const second = await startControlPlane("setpoint up (node lost)", [
+    "--node-monitor-grace-period",
+    `${GRACE_S}s`,
+  ]);
+  const lostClient = second.client;
+  await lostClient.create({ ...NS_KIND, metadata: { name: "bench" } });
   const lost = run(
     [
       "agent",
@@ -540,7 +558,7 @@ async function main(): Promise<void> {
       "--node-prefix",
       "lost-",
       "--kubeconfig",
-      kubeconfig,
+      second.kubeconfig,
       "--heartbeat",
       `${HEARTBEAT_S}s`,
       "--log-level",
@@ -548,8 +566,8 @@ async function main(): Promise<void> {
     ],
     "setpoint agent (lost node)",
   );
-  await until("the lost node", () => client.get<Node>(NODE, "lost-0").then(() => true));
-  await client.create<Deployment>({
+  await until("the lost node", () => lostClient.get<Node>(NODE, "lost-0").then(() => true));
+  await lostClient.create<Deployment>({
     ...DEPLOY,
     metadata: { name: "victims", namespace: "bench" },
     spec: {
@@ -578,13 +596,13 @@ async function main(): Promise<void> {
       },
     },
   });
-  await waitRolledOut(client, "victims", "bench", LOST_PODS);
+  await waitRolledOut(lostClient, "victims", "bench", LOST_PODS);
   const victims = new Set(
-    (await client.list<Pod>(POD, { namespace: "bench", labelSelector: "app=victim" })).items.map(
-      (p) => p.metadata.uid,
-    ),
+    (
+      await lostClient.list<Pod>(POD, { namespace: "bench", labelSelector: "app=victim" })
+    ).items.map((p) => p.metadata.uid),
   );
-  const lease = await client.get<KubeObject>(
+  const lease = await lostClient.get<KubeObject>(
     { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
     "lost-0",
     "kube-node-lease",
@@ -595,12 +613,15 @@ async function main(): Promise<void> {
     String((lease.spec as { renewTime?: string }).renewTime ?? killedAt),
   );
   const unknownAt = await until("Ready=Unknown", async () => {
-    const n = await client.get<Node>(NODE, "lost-0");
+    const n = await lostClient.get<Node>(NODE, "lost-0");
     const ready = n.status?.conditions?.find((c) => c.type === "Ready");
     return ready?.status === "Unknown" ? Date.now() : undefined;
   });
   const evictedAt = await until("every Pod evicted", async () => {
-    const list = await client.list<Pod>(POD, { namespace: "bench", labelSelector: "app=victim" });
+    const list = await lostClient.list<Pod>(POD, {
+      namespace: "bench",
+      labelSelector: "app=victim",
+    });
     const left = list.items.filter(
       (p) => victims.has(p.metadata.uid) && !p.metadata.deletionTimestamp,
     );
@@ -616,8 +637,7 @@ async function main(): Promise<void> {
   });
 
   print(`workloads (${PODS} Pods, ${NODES} simulated nodes)`, rows);
-  client.close();
-  if (process.env.BENCH_UP_NODE_FLAGS || process.env.BENCH_AGENT_NODE_FLAGS) await stopGently();
+  lostClient.close();
   stopAll();
 }
 

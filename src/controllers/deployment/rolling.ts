@@ -14,7 +14,6 @@ import {
   maxUnavailable,
   replicasOf,
   sumSpec,
-  sumStatus,
 } from "./util.ts";
 
 export async function rolloutRolling(r: Rollout, rsList: ReplicaSet[]): Promise<void> {
@@ -66,8 +65,14 @@ async function reconcileOld(r: Rollout, oldRSs: ReplicaSet[], newRS: ReplicaSet)
     replace(rs, out.rs);
     cleaned += down;
   }
-  // Then available ones, as long as enough stay available.
-  const available = sumStatus([...oldRSs, newRS], "availableReplicas");
+  // Then available ones, as long as enough stay available. A ReplicaSet just
+  // scaled down still reports the Pods it is deleting as available until its
+  // status catches up: it counts for no more than its replicas, so a second pass
+  // meanwhile does not take those Pods down twice.
+  const available = [...oldRSs, newRS].reduce(
+    (n, rs) => n + Math.min(rs.spec?.replicas ?? 0, rs.status?.availableReplicas ?? 0),
+    0,
+  );
   let scaledDown = 0;
   if (available > minAvailable) {
     const total = available - minAvailable;
