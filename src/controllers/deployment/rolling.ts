@@ -8,13 +8,7 @@
 import type { ReplicaSet } from "@setpoint/api";
 import type { Rollout } from "./sync.ts";
 import { newReplicaSetReplicas } from "./sync.ts";
-import {
-  byCreation,
-  deploymentComplete,
-  maxUnavailable,
-  replicasOf,
-  sumSpec,
-} from "./util.ts";
+import { byCreation, deploymentComplete, maxUnavailable, replicasOf, sumSpec } from "./util.ts";
 
 export async function rolloutRolling(r: Rollout, rsList: ReplicaSet[]): Promise<void> {
   const { newRS, oldRSs } = await r.newAndOld(rsList, true);
