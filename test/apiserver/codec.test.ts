@@ -67,6 +67,16 @@ describe("encodeObject", () => {
   });
 });
 
+/** JSON not in the layout the server writes (apiVersion, kind, metadata first, whole). */
+const OTHER_LAYOUTS = [
+  '{"spec":{},"metadata":{}}',
+  '{"apiVersion":1,"metadata":{}}',
+  '{"apiVersion":"v1","metadata":[]}',
+  '{"apiVersion":"v1","metadata":{"name":"x"',
+  '{"apiVersion":"v1"}',
+  "",
+];
+
 describe("storedWithRevision", () => {
   it("gives what decoding the stored JSON gives, for anything encodeObject stores (property)", () => {
     fc.assert(
@@ -85,13 +95,8 @@ describe("storedWithRevision", () => {
   it("declines JSON of another layout, which the caller decodes instead", () => {
     for (const stored of [
       '{"metadata":{"resourceVersion":"3"}}',
-      '{"spec":{},"metadata":{}}',
-      '{"apiVersion":1,"metadata":{}}',
-      '{"apiVersion":"v1","metadata":[]}',
-      '{"apiVersion":"v1","metadata":{"name":"x"',
-      '{"apiVersion":"v1"}',
+      ...OTHER_LAYOUTS,
       '["metadata"]',
-      "",
     ]) {
       expect(storedWithRevision(stored, 5), stored).toBeUndefined();
     }
@@ -115,14 +120,7 @@ describe("metadataText", () => {
   });
 
   it("declines JSON of another layout", () => {
-    for (const json of [
-      '{"spec":{},"metadata":{}}',
-      '{"apiVersion":1,"metadata":{}}',
-      '{"apiVersion":"v1","metadata":[]}',
-      '{"apiVersion":"v1","metadata":{"name":"x"',
-      '{"apiVersion":"v1"}',
-      "",
-    ]) {
+    for (const json of OTHER_LAYOUTS) {
       expect(metadataText(json), json).toBeUndefined();
     }
     expect(
