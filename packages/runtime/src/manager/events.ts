@@ -10,7 +10,6 @@
  *   Events, refilled at one per `EVENT_SPAM_REFILL_MS`; beyond that Events are
  *   dropped (and logged at debug), so a hot loop cannot flood the API.
  * - The dedup cache is an LRU of `EVENT_CACHE_SIZE` entries.
- *
  * - Writes go one at a time, in the order recorded, as client-go's broadcaster
  *   sends them to the API: a burst of Events waits its turn behind the
  *   controller's own writes instead of competing with them. At most
