@@ -253,7 +253,7 @@ export class Transport {
     if (spec.signal) setMaxListeners(0, spec.signal);
     return new Promise((resolve, reject) => {
       const req = this.protocol.request({
-        protocol: this.protocol === http ? "http:" : base.protocol,
+        protocol: this.config.connect ? "http:" : base.protocol,
         hostname: base.hostname.replace(/^\[|\]$/g, ""),
         port: base.port || undefined,
         method: spec.method,
